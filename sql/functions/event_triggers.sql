@@ -1,0 +1,145 @@
+-- What every write to streamseal.events does, whichever path wrote it (append, ingest, the
+-- stamper, close_stream, reaping, or an application's own INSERT / UPDATE / DELETE): keep the
+-- own-versus-copy rule, fold stream_digests exactly, and wake the stamper.
+-- Statement-level triggers over transition tables: one fold per statement and bucket, not per row.
+
+-- _events_inserted guards the own/copy rule and folds inserted copies. Own events arrive
+-- unstamped and are folded when the stamper numbers them (the UPDATE trigger below).
+create function streamseal._events_inserted()
+returns trigger
+language plpgsql
+volatile
+set search_path = ''
+as $$
+declare
+    self text := streamseal.service_name();
+    misfit record;
+    unstamped boolean;
+begin
+    -- GUARD: own events are numbered only by the stamper; copies carry their origin's numbers.
+    select i.event_id, i.origin, i.origin_seq into misfit
+    from inserted i
+    where (i.origin = self) = (i.origin_seq is not null)
+    limit 1;
+    if found then
+        if misfit.origin = self then
+            raise exception 'event % claims origin "%" (this service) with origin_seq %: own events are numbered by the stamper, insert them with origin_seq null',
+                misfit.event_id, misfit.origin, misfit.origin_seq
+                using errcode = '22023';
+        end if;
+        raise exception 'event % from origin "%" has no origin_seq: a copy must carry its origin''s sequence',
+            misfit.event_id, misfit.origin
+            using errcode = '22023';
+    end if;
+
+    perform streamseal._apply_digest_deltas(pg_catalog.array_agg(bucket))
+    from (
+        select row(i.origin, i.tenant, i.event_type, i.stream_id,
+                   pg_catalog.bit_xor(streamseal._h0(i.event_id)),
+                   pg_catalog.bit_xor(streamseal._h1(i.event_id)),
+                   pg_catalog.count(*))::streamseal._digest_delta as bucket
+        from inserted i
+        where streamseal._counts_in_digest(i.origin_seq, i.flags)
+        group by i.origin, i.tenant, i.event_type, i.stream_id
+    ) folded
+    having pg_catalog.count(*) > 0;
+
+    select pg_catalog.bool_or(i.origin_seq is null) into unstamped from inserted i;
+    if unstamped then
+        perform pg_catalog.pg_notify('streamseal_unstamped', '');
+    end if;
+    return null;
+end
+$$;
+
+-- _events_deleted removes deleted events from their buckets' folds.
+create function streamseal._events_deleted()
+returns trigger
+language plpgsql
+volatile
+set search_path = ''
+as $$
+begin
+    perform streamseal._apply_digest_deltas(pg_catalog.array_agg(bucket))
+    from (
+        select row(d.origin, d.tenant, d.event_type, d.stream_id,
+                   pg_catalog.bit_xor(streamseal._h0(d.event_id)),
+                   pg_catalog.bit_xor(streamseal._h1(d.event_id)),
+                   -pg_catalog.count(*))::streamseal._digest_delta as bucket
+        from deleted d
+        where streamseal._counts_in_digest(d.origin_seq, d.flags)
+        group by d.origin, d.tenant, d.event_type, d.stream_id
+    ) folded
+    having pg_catalog.count(*) > 0;
+    return null;
+end
+$$;
+
+-- _events_updated moves each updated event's contribution from its old bucket to its new one:
+-- stamping (counted from now on), reclassification (ephemeral: no longer counted), or an
+-- application rewriting identity columns. Unchanged contributions cancel (h XOR h = 0, -1 + 1 = 0).
+create function streamseal._events_updated()
+returns trigger
+language plpgsql
+volatile
+set search_path = ''
+as $$
+begin
+    perform streamseal._apply_digest_deltas(pg_catalog.array_agg(bucket))
+    from (
+        select row(c.origin, c.tenant, c.event_type, c.stream_id,
+                   pg_catalog.bit_xor(streamseal._h0(c.event_id)),
+                   pg_catalog.bit_xor(streamseal._h1(c.event_id)),
+                   pg_catalog.sum(c.sign))::streamseal._digest_delta as bucket
+        from (
+            select o.origin, o.tenant, o.event_type, o.stream_id, o.event_id, -1 as sign
+            from before_update o
+            where streamseal._counts_in_digest(o.origin_seq, o.flags)
+            union all
+            select a.origin, a.tenant, a.event_type, a.stream_id, a.event_id, 1
+            from after_update a
+            where streamseal._counts_in_digest(a.origin_seq, a.flags)
+        ) c
+        group by c.origin, c.tenant, c.event_type, c.stream_id
+        having pg_catalog.bit_xor(streamseal._h0(c.event_id)) <> 0
+            or pg_catalog.bit_xor(streamseal._h1(c.event_id)) <> 0
+            or pg_catalog.sum(c.sign) <> 0
+    ) moved
+    having pg_catalog.count(*) > 0;
+    return null;
+end
+$$;
+
+-- _events_truncated empties the folds with the store.
+create function streamseal._events_truncated()
+returns trigger
+language plpgsql
+volatile
+set search_path = ''
+as $$
+begin
+    delete from streamseal.stream_digests;
+    return null;
+end
+$$;
+
+create trigger events_inserted
+    after insert on streamseal.events
+    referencing new table as inserted
+    for each statement execute function streamseal._events_inserted();
+
+create trigger events_deleted
+    after delete on streamseal.events
+    referencing old table as deleted
+    for each statement execute function streamseal._events_deleted();
+
+-- Postgres allows no column list with transition tables, so every UPDATE fires this; a
+-- metadata-only update folds nothing (its contributions cancel).
+create trigger events_updated
+    after update on streamseal.events
+    referencing old table as before_update new table as after_update
+    for each statement execute function streamseal._events_updated();
+
+create trigger events_truncated
+    after truncate on streamseal.events
+    for each statement execute function streamseal._events_truncated();

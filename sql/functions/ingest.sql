@@ -1,0 +1,67 @@
+-- ingest: how copies of other origins' events enter this store (the inbox, repair bundles,
+-- backfill). Identity is kept exactly as the origin stamped it (invariant 3), and an event id
+-- already held is skipped without a write, a fold or a trigger's work (invariant 2).
+
+-- ingest stores a batch of copies and returns the ids it actually added. A bad copy refuses the
+-- whole batch: nothing is written.
+create function streamseal.ingest(copies streamseal.event_copy[])
+returns setof uuid
+language plpgsql
+volatile
+set search_path = ''
+as $$
+declare
+    self text := streamseal.service_name();
+    bad record;
+begin
+    -- GUARD: every copy carries its origin's identity and passes the checks an own event does.
+    select c.position, c.event_id, case
+        when c.event_id is null then 'event_id is required'
+        when c.origin is null then 'origin is required'
+        when c.origin !~ '^[a-z][a-z0-9-]{0,62}$' then pg_catalog.format('origin %L is not a service name', c.origin)
+        when c.origin = self then pg_catalog.format('origin "%s" is this service: a copy cannot claim it', c.origin)
+        when c.origin_seq is null or c.origin_seq < 1 then 'origin_seq is required (>= 1)'
+        when c.type_seq is null or c.type_seq < 1 then 'type_seq is required (>= 1)'
+        else streamseal._event_problem(c.tenant, c.stream_id, c.stream_version, c.event_type, c.flags, c.payload)
+    end as problem
+    into bad
+    from pg_catalog.unnest(ingest.copies) with ordinality as c(event_id, origin, origin_seq, type_seq, tenant,
+         stream_id, stream_version, event_type, flags, payload, metadata, occurred_at, position)
+    where c.event_id is null or c.origin is null or c.origin !~ '^[a-z][a-z0-9-]{0,62}$' or c.origin = self
+       or c.origin_seq is null or c.origin_seq < 1 or c.type_seq is null or c.type_seq < 1
+       or streamseal._event_problem(c.tenant, c.stream_id, c.stream_version, c.event_type, c.flags, c.payload) is not null
+    order by c.position
+    limit 1;
+    if found then
+        raise exception 'ingest: copy % (#% of the batch): %', coalesce(bad.event_id::text, '(no id)'), bad.position, bad.problem
+            using errcode = '22023';
+    end if;
+
+    -- GUARD: one id, one content.
+    select c.event_id into bad
+    from pg_catalog.unnest(ingest.copies) as c
+    group by c.event_id
+    having pg_catalog.count(distinct c) > 1
+    limit 1;
+    if found then
+        raise exception 'ingest: event % appears more than once in the batch with different content', bad.event_id
+            using errcode = '22023';
+    end if;
+
+    return query
+    with distinct_copies as (
+        select distinct on (c.event_id) c.*
+        from pg_catalog.unnest(ingest.copies) with ordinality as c(event_id, origin, origin_seq, type_seq, tenant,
+             stream_id, stream_version, event_type, flags, payload, metadata, occurred_at, position)
+        order by c.event_id, c.position
+    )
+    insert into streamseal.events as stored (event_id, origin, origin_seq, type_seq, tenant, stream_id,
+                                            stream_version, event_type, flags, payload, metadata, occurred_at)
+    select d.event_id, d.origin, d.origin_seq, d.type_seq, d.tenant, d.stream_id, d.stream_version,
+           d.event_type, coalesce(d.flags, 0), d.payload, d.metadata, coalesce(d.occurred_at, pg_catalog.now())
+    from distinct_copies d
+    order by d.position
+    on conflict (event_id) do nothing
+    returning stored.event_id;
+end
+$$;

@@ -1,0 +1,18 @@
+-- The streamseal code package: every function, type and trigger, in dependency order.
+-- `streamseal migrate` runs this after the migrations, in one transaction, on every run: first it
+-- drops whatever the package installed before (functions with their triggers, code-only types),
+-- then it installs today's files, so the database always matches the binary and no stale
+-- function or trigger survives a rename.
+
+{{ template "_reset.sql" . }}
+{{ template "types.sql" . }}
+{{ template "service.sql" . }}
+{{ template "event_checks.sql" . }}
+{{ template "digest.sql" . }}
+{{ template "event_triggers.sql" . }}
+{{ template "append.sql" . }}
+{{ template "ingest.sql" . }}
+{{ template "stamp.sql" . }}
+{{ template "close_stream.sql" . }}
+{{ template "reap_ephemeral.sql" . }}
+{{ template "verify_digests.sql" . }}

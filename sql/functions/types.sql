@@ -1,0 +1,15 @@
+-- Row shapes private to the code package. They start with '_' because the install drops and
+-- recreates them (their OIDs change on every migrate); public row shapes that Go binds to live in
+-- migrations instead, so a running control plane survives a migrate by a newer replica.
+
+-- digest_delta: a change to one stream_digests bucket. XOR is its own inverse, so adding and
+-- removing an event fold the same hashes; only n carries a sign.
+create type streamseal._digest_delta as (
+    origin text,
+    tenant text,
+    event_type text,
+    stream_id text,
+    x0 bigint,
+    x1 bigint,
+    n bigint
+);
