@@ -1,0 +1,27 @@
+# streamseal: `make demo` runs the main job, `make test` runs every test.
+GO ?= go
+SQL_SUITES = $(shell find tests/sqltests -name '*.test.sql' | sort)
+
+.PHONY: test vet gotest sqltest demo bench build
+
+test: vet gotest sqltest
+
+vet:
+	$(GO) vet ./...
+
+# -race everywhere: the stamper, the test harness and later the wire are concurrent.
+gotest:
+	$(GO) test -race -count=1 ./...
+
+# pgTAP suites against a fresh, fully migrated database on a throwaway cluster.
+sqltest:
+	$(GO) run ./internal/tools/withpg -- pg_prove --failures $(SQL_SUITES)
+
+demo:
+	$(GO) run ./cmd/streamseal demo
+
+bench:
+	$(GO) run ./cmd/streamseal bench write
+
+build:
+	$(GO) build -o bin/streamseal ./cmd/streamseal

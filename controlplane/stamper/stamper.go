@@ -1,0 +1,117 @@
+// Package stamper runs the commit-order stamper loop: it calls streamseal.stamp() until the
+// backlog is empty, then sleeps until an own insert's NOTIFY (channel streamseal_unstamped) or a
+// failsafe poll wakes it. The numbering rule itself lives in SQL (sql/functions/stamp.sql); this
+// package owns only the waking and the retrying. Several replicas may run it at once: the SQL
+// serializes them on an advisory lock.
+package stamper
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/streamseal/streamseal/controlplane/store"
+)
+
+// Channel is the NOTIFY channel every insert of an own (unstamped) event signals.
+const Channel = "streamseal_unstamped"
+
+// Loop is a stamper loop. Zero values of the tuning fields take the defaults.
+type Loop struct {
+	Pool *pgxpool.Pool
+	// BatchSize caps the events one stamp() call numbers. Default 10000.
+	BatchSize int
+	// PollInterval is the failsafe wake-up for a lost notification (a dropped LISTEN
+	// connection). Default 1s.
+	PollInterval time.Duration
+	// RetryDelay is the pause after a failed stamp or a lost LISTEN connection. Default 1s.
+	RetryDelay time.Duration
+	Logger     *slog.Logger
+	// OnStamp, when set, observes every call that numbered events (metrics, demo output).
+	OnStamp func(store.StampResult)
+}
+
+func (l *Loop) defaults() {
+	if l.BatchSize <= 0 {
+		l.BatchSize = 10000
+	}
+	if l.PollInterval <= 0 {
+		l.PollInterval = time.Second
+	}
+	if l.RetryDelay <= 0 {
+		l.RetryDelay = time.Second
+	}
+	if l.Logger == nil {
+		l.Logger = slog.Default()
+	}
+}
+
+// Run stamps until ctx ends, returning nil on cancellation. Database errors are logged and
+// retried: a stamper that gives up would stop the service's events from ever being published.
+func (l *Loop) Run(ctx context.Context) error {
+	l.defaults()
+	for ctx.Err() == nil {
+		err := l.listenAndStamp(ctx)
+		if ctx.Err() != nil {
+			return nil
+		}
+		l.Logger.Warn("stamper: restarting after error", "err", err, "retry_in", l.RetryDelay)
+		select {
+		case <-ctx.Done():
+		case <-time.After(l.RetryDelay):
+		}
+	}
+	return nil
+}
+
+// listenAndStamp holds one LISTEN connection and stamps on every wake-up until an error.
+func (l *Loop) listenAndStamp(ctx context.Context) error {
+	pooled, err := l.Pool.Acquire(ctx)
+	if err != nil {
+		return fmt.Errorf("acquire listen connection: %w", err)
+	}
+	// The connection will carry a LISTEN: take it out of the pool for good.
+	conn := pooled.Hijack()
+	defer conn.Close(context.WithoutCancel(ctx))
+	if _, err := conn.Exec(ctx, "listen "+Channel); err != nil {
+		return fmt.Errorf("listen %s: %w", Channel, err)
+	}
+	for {
+		// Listening before draining means an insert committed during the drain still wakes us.
+		if err := l.Drain(ctx); err != nil {
+			return err
+		}
+		waitCtx, cancel := context.WithTimeout(ctx, l.PollInterval)
+		_, err := conn.WaitForNotification(waitCtx)
+		cancel()
+		switch {
+		case ctx.Err() != nil:
+			return ctx.Err()
+		case err == nil, errors.Is(err, context.DeadlineExceeded):
+			// Woken (or the failsafe poll): drain again. Coalesced notifications need no reading.
+		default:
+			return fmt.Errorf("wait for %s: %w", Channel, err)
+		}
+	}
+}
+
+// Drain stamps until a call numbers less than a full batch: the backlog committed so far is done.
+func (l *Loop) Drain(ctx context.Context) error {
+	l.defaults()
+	for {
+		r, err := store.Stamp(ctx, l.Pool, l.BatchSize)
+		if err != nil {
+			return err
+		}
+		if r.Stamped > 0 && l.OnStamp != nil {
+			l.OnStamp(r)
+		}
+		if r.Stamped < l.BatchSize {
+			return nil
+		}
+	}
+}
