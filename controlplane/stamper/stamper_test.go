@@ -281,4 +281,3 @@ func waitFor(t *testing.T, what string, witness func() bool) {
 		time.Sleep(5 * time.Millisecond)
 	}
 }
-

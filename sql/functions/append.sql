@@ -13,33 +13,45 @@ volatile
 set search_path = ''
 as $$
 declare
-    self text := streamseal.service_name();
+    self text;
+    given_ids bigint;
+    distinct_ids bigint;
+    first_bad bigint;
     bad record;
 begin
-    -- GUARD: every event complete and its flags known.
-    select e.position, e.event_id,
-           streamseal._event_problem(e.tenant, e.stream_id, e.stream_version, e.event_type, e.flags, e.payload) as problem
-    into bad
-    from pg_catalog.unnest(append.events) with ordinality as e(event_id, tenant, stream_id, stream_version,
-         event_type, flags, payload, metadata, occurred_at, position)
-    where streamseal._event_problem(e.tenant, e.stream_id, e.stream_version, e.event_type, e.flags, e.payload) is not null
-    order by e.position
-    limit 1;
-    if found then
-        raise exception 'append: event % (#% of the batch): %', coalesce(bad.event_id::text, '(new)'), bad.position, bad.problem
-            using errcode = '22023';
+    select s.name into self from streamseal.service s;
+    if self is null then
+        perform streamseal.service_name(); -- raises the "no service name" error
     end if;
 
-    -- GUARD: one id, one content.
-    select e.event_id into bad
-    from pg_catalog.unnest(append.events) as e
-    where e.event_id is not null
-    group by e.event_id
-    having pg_catalog.count(distinct e) > 1
-    limit 1;
-    if found then
-        raise exception 'append: event % appears more than once in the batch with different content', bad.event_id
+    -- GUARD: every event complete, flags known, one content per id. One pass when all is well.
+    select pg_catalog.count(e.event_id), pg_catalog.count(distinct e.event_id),
+           pg_catalog.min(e.position) filter (where streamseal._event_problem(
+               e.tenant, e.stream_id, e.stream_version, e.event_type, e.flags, e.payload) is not null)
+    into given_ids, distinct_ids, first_bad
+    from pg_catalog.unnest(append.events) with ordinality as e(event_id, tenant, stream_id, stream_version,
+         event_type, flags, payload, metadata, occurred_at, position);
+    if first_bad is not null then
+        select e.event_id, streamseal._event_problem(e.tenant, e.stream_id, e.stream_version, e.event_type,
+               e.flags, e.payload) as problem
+        into bad
+        from pg_catalog.unnest(append.events) with ordinality as e(event_id, tenant, stream_id, stream_version,
+             event_type, flags, payload, metadata, occurred_at, position)
+        where e.position = first_bad;
+        raise exception 'append: event % (#% of the batch): %', coalesce(bad.event_id::text, '(new)'), first_bad, bad.problem
             using errcode = '22023';
+    end if;
+    if distinct_ids < given_ids then
+        select e.event_id into bad
+        from pg_catalog.unnest(append.events) as e
+        where e.event_id is not null
+        group by e.event_id
+        having pg_catalog.count(distinct e) > 1
+        limit 1;
+        if found then
+            raise exception 'append: event % appears more than once in the batch with different content', bad.event_id
+                using errcode = '22023';
+        end if;
     end if;
 
     return query

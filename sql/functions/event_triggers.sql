@@ -12,16 +12,33 @@ volatile
 set search_path = ''
 as $$
 declare
-    self text := streamseal.service_name();
+    self text;
     misfit record;
-    unstamped boolean;
+    has_misfit boolean;
+    has_unstamped boolean;
+    has_counted boolean;
 begin
-    -- GUARD: own events are numbered only by the stamper; copies carry their origin's numbers.
-    select i.event_id, i.origin, i.origin_seq into misfit
+    -- One pass decides what this statement needs; an own append needs only the wake-up.
+    select s.name,
+           pg_catalog.bool_or((i.origin = s.name) = (i.origin_seq is not null)),
+           pg_catalog.bool_or(i.origin_seq is null),
+           pg_catalog.bool_or(streamseal._counts_in_digest(i.origin_seq, i.flags))
+    into self, has_misfit, has_unstamped, has_counted
     from inserted i
-    where (i.origin = self) = (i.origin_seq is not null)
-    limit 1;
-    if found then
+    cross join streamseal.service s
+    group by s.name;
+    if self is null then
+        -- No rows inserted, or no service name (then service_name() raises its error).
+        perform streamseal.service_name();
+        return null;
+    end if;
+
+    -- GUARD: own events are numbered only by the stamper; copies carry their origin's numbers.
+    if has_misfit then
+        select i.event_id, i.origin, i.origin_seq into misfit
+        from inserted i
+        where (i.origin = self) = (i.origin_seq is not null)
+        limit 1;
         if misfit.origin = self then
             raise exception 'event % claims origin "%" (this service) with origin_seq %: own events are numbered by the stamper, insert them with origin_seq null',
                 misfit.event_id, misfit.origin, misfit.origin_seq
@@ -32,20 +49,20 @@ begin
             using errcode = '22023';
     end if;
 
-    perform streamseal._apply_digest_deltas(pg_catalog.array_agg(bucket))
-    from (
-        select row(i.origin, i.tenant, i.event_type, i.stream_id,
-                   pg_catalog.bit_xor(streamseal._h0(i.event_id)),
-                   pg_catalog.bit_xor(streamseal._h1(i.event_id)),
-                   pg_catalog.count(*))::streamseal._digest_delta as bucket
-        from inserted i
-        where streamseal._counts_in_digest(i.origin_seq, i.flags)
-        group by i.origin, i.tenant, i.event_type, i.stream_id
-    ) folded
-    having pg_catalog.count(*) > 0;
+    if has_counted then
+        perform streamseal._apply_digest_deltas(pg_catalog.array_agg(bucket))
+        from (
+            select row(i.origin, i.tenant, i.event_type, i.stream_id,
+                       pg_catalog.bit_xor(streamseal._h0(i.event_id)),
+                       pg_catalog.bit_xor(streamseal._h1(i.event_id)),
+                       pg_catalog.count(*))::streamseal._digest_delta as bucket
+            from inserted i
+            where streamseal._counts_in_digest(i.origin_seq, i.flags)
+            group by i.origin, i.tenant, i.event_type, i.stream_id
+        ) folded;
+    end if;
 
-    select pg_catalog.bool_or(i.origin_seq is null) into unstamped from inserted i;
-    if unstamped then
+    if has_unstamped then
         perform pg_catalog.pg_notify('streamseal_unstamped', '');
     end if;
     return null;

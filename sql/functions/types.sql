@@ -13,3 +13,18 @@ create type streamseal._digest_delta as (
     x1 bigint,
     n bigint
 );
+
+-- _digest_difference: one bucket where stream_digests and a recompute disagree.
+create type streamseal._digest_difference as (
+    origin text,
+    tenant text,
+    event_type text,
+    stream_id text,
+    kind text,
+    stored_x0 bigint,
+    stored_x1 bigint,
+    stored_n bigint,
+    actual_x0 bigint,
+    actual_x1 bigint,
+    actual_n bigint
+);

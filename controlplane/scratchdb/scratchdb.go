@@ -1,0 +1,64 @@
+// Package scratchdb gives the demo and the benchmarks databases to play in: on a throwaway
+// cluster when no server is named, or as new databases on the server --database-url points at.
+// Every database it makes is migrated; the throwaway cluster is removed by Close.
+package scratchdb
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/streamseal/streamseal/controlplane/migrate"
+	"github.com/streamseal/streamseal/controlplane/pgcluster"
+)
+
+// Server hands out migrated databases.
+type Server struct {
+	cluster *pgcluster.Cluster
+	baseURL string
+}
+
+// Open starts a throwaway cluster when serverURL is empty, or uses serverURL's server.
+func Open(ctx context.Context, serverURL string) (*Server, error) {
+	if serverURL != "" {
+		return &Server{baseURL: serverURL}, nil
+	}
+	c, err := pgcluster.Start(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &Server{cluster: c, baseURL: c.URL("postgres")}, nil
+}
+
+// Close stops the throwaway cluster, if this Server started one.
+func (s *Server) Close() error {
+	if s.cluster == nil {
+		return nil
+	}
+	return s.cluster.Stop()
+}
+
+// CreateDatabase makes a new migrated database named prefix_<unix seconds> and returns its URL.
+func (s *Server) CreateDatabase(ctx context.Context, prefix string) (string, error) {
+	name := fmt.Sprintf("%s_%d", prefix, time.Now().UnixNano())
+	conn, err := pgx.Connect(ctx, s.baseURL)
+	if err != nil {
+		return "", fmt.Errorf("connect to server: %w", err)
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, "create database "+pgx.Identifier{name}.Sanitize()); err != nil {
+		return "", fmt.Errorf("create database %s: %w", name, err)
+	}
+	u, err := url.Parse(s.baseURL)
+	if err != nil {
+		return "", err
+	}
+	u.Path = "/" + name
+	if _, err := migrate.MigrateURL(ctx, u.String()); err != nil {
+		return "", err
+	}
+	return u.String(), nil
+}
