@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/streamseal/streamseal/controlplane/store"
@@ -30,7 +31,11 @@ type Loop struct {
 	PollInterval time.Duration
 	// RetryDelay is the pause after a failed stamp or a lost LISTEN connection. Default 1s.
 	RetryDelay time.Duration
-	Logger     *slog.Logger
+	// Coalesce is how long a wake-up waits for more commits before stamping, so a stream of
+	// small transactions is numbered in a few large batches instead of one call per commit
+	// (each stamp() call has a fixed cost: lock, state, trigger). Default 5ms; negative = none.
+	Coalesce time.Duration
+	Logger   *slog.Logger
 	// OnStamp, when set, observes every call that numbered events (metrics, demo output).
 	OnStamp func(store.StampResult)
 }
@@ -44,6 +49,9 @@ func (l *Loop) defaults() {
 	}
 	if l.RetryDelay <= 0 {
 		l.RetryDelay = time.Second
+	}
+	if l.Coalesce == 0 {
+		l.Coalesce = 5 * time.Millisecond
 	}
 	if l.Logger == nil {
 		l.Logger = slog.Default()
@@ -85,17 +93,45 @@ func (l *Loop) listenAndStamp(ctx context.Context) error {
 		if err := l.Drain(ctx); err != nil {
 			return err
 		}
-		waitCtx, cancel := context.WithTimeout(ctx, l.PollInterval)
-		_, err := conn.WaitForNotification(waitCtx)
-		cancel()
-		switch {
-		case ctx.Err() != nil:
-			return ctx.Err()
-		case err == nil, errors.Is(err, context.DeadlineExceeded):
-			// Woken (or the failsafe poll): drain again. Coalesced notifications need no reading.
-		default:
-			return fmt.Errorf("wait for %s: %w", Channel, err)
+		woken, err := waitNotification(ctx, conn, time.Now().Add(l.PollInterval))
+		if err != nil {
+			return err
 		}
+		if woken && l.Coalesce > 0 {
+			// Let more commits arrive and swallow their notifications, then drain once for all.
+			if _, err := absorbNotifications(ctx, conn, time.Now().Add(l.Coalesce)); err != nil {
+				return err
+			}
+		}
+	}
+}
+
+// waitNotification blocks until a notification arrives (true) or until deadline (false).
+func waitNotification(ctx context.Context, conn *pgx.Conn, deadline time.Time) (bool, error) {
+	waitCtx, cancel := context.WithDeadline(ctx, deadline)
+	defer cancel()
+	_, err := conn.WaitForNotification(waitCtx)
+	switch {
+	case ctx.Err() != nil:
+		return false, ctx.Err()
+	case err == nil:
+		return true, nil
+	case errors.Is(err, context.DeadlineExceeded):
+		return false, nil
+	default:
+		return false, fmt.Errorf("wait for %s: %w", Channel, err)
+	}
+}
+
+// absorbNotifications consumes notifications until deadline and reports how many it saw.
+func absorbNotifications(ctx context.Context, conn *pgx.Conn, deadline time.Time) (int, error) {
+	seen := 0
+	for {
+		woken, err := waitNotification(ctx, conn, deadline)
+		if err != nil || !woken {
+			return seen, err
+		}
+		seen++
 	}
 }
 

@@ -16,8 +16,11 @@ set search_path = ''
 as $$
 declare
     self text := streamseal.service_name();
+    base_seq bigint;
+    row_ids tid[];
+    tenants text[];
+    event_types text[];
     stamped_count integer;
-    last_seq bigint;
 begin
     if stamp.max_events is null or stamp.max_events < 1 then
         raise exception 'stamp: max_events % is invalid: expected a positive batch size', stamp.max_events
@@ -32,28 +35,43 @@ begin
 
     -- One stamper at a time per database, held to commit: the next one starts above our numbers.
     perform pg_catalog.pg_advisory_xact_lock(pg_catalog.hashtextextended('streamseal.stamp', 0));
+    select s.last_origin_seq into base_seq from streamseal.stamp_state s;
 
-    with batch as (
-        select e.event_id, e.tenant, e.event_type, e.local_id
+    -- The batch: committed, unstamped own events in insertion order, locked so a concurrent
+    -- DELETE cannot take a row out after it got a number (that would leave a gap). Kept as ctids:
+    -- locked rows cannot move, and the UPDATE below reaches them by TID scan in O(batch), never
+    -- by a join the planner might turn into a scan of the whole store.
+    select pg_catalog.array_agg(b.row_id order by b.local_id),
+           pg_catalog.array_agg(b.tenant order by b.local_id),
+           pg_catalog.array_agg(b.event_type order by b.local_id)
+    into row_ids, tenants, event_types
+    from (
+        select e.ctid as row_id, e.tenant, e.event_type, e.local_id
         from streamseal.events e
         where e.origin_seq is null and e.origin = self
         order by e.local_id
         limit stamp.max_events
-        -- Locked, so a concurrent DELETE cannot take a row out after it got a number (a gap).
         for update
-    ), base as (
-        select s.last_origin_seq from streamseal.stamp_state s
+    ) b;
+    if row_ids is null then
+        return query select 0, base_seq;
+        return;
+    end if;
+
+    with batch as (
+        select u.row_id, u.tenant, u.event_type, u.position
+        from rows from (pg_catalog.unnest(row_ids), pg_catalog.unnest(tenants), pg_catalog.unnest(event_types))
+             with ordinality as u(row_id, tenant, event_type, position)
     ), prior as (
         select c.tenant, c.event_type, c.last_type_seq
         from streamseal.type_seq_counters c
         where (c.tenant, c.event_type) in (select b.tenant, b.event_type from batch b)
     ), numbered as (
-        select b.event_id, b.tenant, b.event_type,
-               base.last_origin_seq + pg_catalog.row_number() over (order by b.local_id) as origin_seq,
+        select b.row_id, b.tenant, b.event_type,
+               base_seq + b.position as origin_seq,
                coalesce(p.last_type_seq, 0)
-                   + pg_catalog.row_number() over (partition by b.tenant, b.event_type order by b.local_id) as type_seq
+                   + pg_catalog.row_number() over (partition by b.tenant, b.event_type order by b.position) as type_seq
         from batch b
-        cross join base
         left join prior p on p.tenant = b.tenant and p.event_type = b.event_type
     ), type_counters as (
         insert into streamseal.type_seq_counters as c (tenant, event_type, last_type_seq)
@@ -61,25 +79,24 @@ begin
         from numbered n
         group by n.tenant, n.event_type
         on conflict (tenant, event_type) do update set last_type_seq = excluded.last_type_seq
-    ), lane_counter as (
-        update streamseal.stamp_state s
-        set last_origin_seq = (select pg_catalog.max(n.origin_seq) from numbered n)
-        where exists (select 1 from numbered)
     ), stamped_rows as (
         update streamseal.events e
         set origin_seq = n.origin_seq, type_seq = n.type_seq, stamped_at = pg_catalog.now()
         from numbered n
-        where e.event_id = n.event_id
-        returning e.origin_seq
+        where e.ctid = any (row_ids) and e.ctid = n.row_id
+        returning 1
     )
-    select pg_catalog.count(*)::integer, pg_catalog.max(r.origin_seq)
-    into stamped_count, last_seq
-    from stamped_rows r;
+    select pg_catalog.count(*)::integer into stamped_count from stamped_rows;
 
-    if stamped_count > 0 then
-        -- Listeners hear it at commit, when the numbers are visible.
-        perform pg_catalog.pg_notify('streamseal_stamped', last_seq::text);
+    -- GUARD: every locked row must have been numbered, or the counter would skip numbers.
+    if stamped_count <> pg_catalog.cardinality(row_ids) then
+        raise exception 'stamp: numbered % of % locked events; refusing to leave a gap', stamped_count, pg_catalog.cardinality(row_ids)
+            using errcode = 'XX000';
     end if;
-    return query select stamped_count, coalesce(last_seq, (select s.last_origin_seq from streamseal.stamp_state s));
+    update streamseal.stamp_state s set last_origin_seq = base_seq + stamped_count;
+
+    -- Listeners hear it at commit, when the numbers are visible.
+    perform pg_catalog.pg_notify('streamseal_stamped', (base_seq + stamped_count)::text);
+    return query select stamped_count, base_seq + stamped_count;
 end
 $$;
