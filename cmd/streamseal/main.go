@@ -180,18 +180,11 @@ func cmdBench(ctx context.Context, args []string, out io.Writer) error {
 		return err
 	}
 	defer server.Close()
-	databaseURL, err := server.CreateDatabase(ctx, "streamseal_bench")
-	if err != nil {
-		return err
-	}
-	pool, err := store.Open(ctx, databaseURL)
+	pool, err := server.CreateService(ctx, "streamseal_bench", "bench")
 	if err != nil {
 		return err
 	}
 	defer pool.Close()
-	if err := store.SetServiceName(ctx, pool, "bench"); err != nil {
-		return err
-	}
 	opts := bench.FullWrite
 	if *quick {
 		opts = bench.QuickWrite

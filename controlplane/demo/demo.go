@@ -22,11 +22,7 @@ import (
 
 // Run plays the walk-through on a fresh database of server.
 func Run(ctx context.Context, server *scratchdb.Server, out io.Writer) error {
-	databaseURL, err := server.CreateDatabase(ctx, "streamseal_demo")
-	if err != nil {
-		return err
-	}
-	pool, err := store.Open(ctx, databaseURL)
+	pool, err := server.CreateService(ctx, "streamseal_demo", "orders")
 	if err != nil {
 		return err
 	}
@@ -57,9 +53,6 @@ func (w *walk) check(ok bool, claim string, args ...any) {
 func (w *walk) run() error {
 	ctx := w.ctx
 	w.say("== 1. a service names its database and starts its stamper")
-	if err := store.SetServiceName(ctx, w.pool, "orders"); err != nil {
-		return err
-	}
 	stamped := make(chan store.StampResult, 64)
 	loopCtx, stopLoop := context.WithCancel(ctx)
 	var wg sync.WaitGroup

@@ -161,6 +161,10 @@ func (c *Cluster) removeDir() {
 // FindBinDir locates a PostgreSQL 14+ server bin dir: `pg_config --bindir` first, then the
 // newest /usr/lib/postgresql/*/bin, then /usr/local/pgsql/bin.
 func FindBinDir() (string, error) {
+	return findBinDir(candidateBinDirs())
+}
+
+func candidateBinDirs() []string {
 	var candidates []string
 	if out, err := exec.Command("pg_config", "--bindir").Output(); err == nil {
 		candidates = append(candidates, strings.TrimSpace(string(out)))
@@ -168,7 +172,10 @@ func FindBinDir() (string, error) {
 	versioned, _ := filepath.Glob("/usr/lib/postgresql/*/bin")
 	sort.Slice(versioned, func(i, j int) bool { return majorOf(versioned[i]) > majorOf(versioned[j]) })
 	candidates = append(candidates, versioned...)
-	candidates = append(candidates, "/usr/local/pgsql/bin")
+	return append(candidates, "/usr/local/pgsql/bin")
+}
+
+func findBinDir(candidates []string) (string, error) {
 	for _, dir := range candidates {
 		if hasServerBinaries(dir) {
 			return dir, nil

@@ -10,9 +10,11 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/streamseal/streamseal/controlplane/migrate"
 	"github.com/streamseal/streamseal/controlplane/pgcluster"
+	"github.com/streamseal/streamseal/controlplane/store"
 )
 
 // Server hands out migrated databases.
@@ -41,7 +43,7 @@ func (s *Server) Close() error {
 	return s.cluster.Stop()
 }
 
-// CreateDatabase makes a new migrated database named prefix_<unix seconds> and returns its URL.
+// CreateDatabase makes a new migrated database named prefix_<unix nanoseconds> and returns its URL.
 func (s *Server) CreateDatabase(ctx context.Context, prefix string) (string, error) {
 	name := fmt.Sprintf("%s_%d", prefix, time.Now().UnixNano())
 	conn, err := pgx.Connect(ctx, s.baseURL)
@@ -61,4 +63,22 @@ func (s *Server) CreateDatabase(ctx context.Context, prefix string) (string, err
 		return "", err
 	}
 	return u.String(), nil
+}
+
+// CreateService makes a new migrated database, names its service, and returns a pool on it
+// (with streamseal's row types registered). The caller closes the pool.
+func (s *Server) CreateService(ctx context.Context, prefix, service string) (*pgxpool.Pool, error) {
+	databaseURL, err := s.CreateDatabase(ctx, prefix)
+	if err != nil {
+		return nil, err
+	}
+	pool, err := store.Open(ctx, databaseURL)
+	if err != nil {
+		return nil, err
+	}
+	if err := store.SetServiceName(ctx, pool, service); err != nil {
+		pool.Close()
+		return nil, err
+	}
+	return pool, nil
 }

@@ -203,7 +203,11 @@ func New(t testing.TB) string {
 	}
 	t.Cleanup(func() {
 		if t.Failed() {
-			t.Logf("kept the failing test's database: %s", databaseURL)
+			if s.cluster != nil {
+				t.Logf("failing test's database: %s (the throwaway cluster is removed at exit; set %s to keep it)", databaseURL, EnvDatabaseURL)
+			} else {
+				t.Logf("kept the failing test's database: %s", databaseURL)
+			}
 			return
 		}
 		if err := s.DropDatabase(context.Background(), databaseURL); err != nil {
