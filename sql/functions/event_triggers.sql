@@ -1,7 +1,7 @@
 -- What every write to streamseal.events does, whichever path wrote it (append, ingest, the
--- stamper, close_stream, reaping, or an application's own INSERT / UPDATE / DELETE): keep the
--- own-versus-copy rule, fold stream_digests exactly, and wake the stamper.
--- Statement-level triggers over transition tables: one fold per statement and bucket, not per row.
+-- stamper, close_stream, reaping, reclassification, or an application's own INSERT / UPDATE /
+-- DELETE): keep the own-versus-copy rule, hand the counted changes to _fold_changes(), and wake
+-- the stamper. Statement-level triggers over transition tables: one fold per statement.
 
 -- _events_inserted guards the own/copy rule and folds inserted copies. Own events arrive
 -- unstamped and are folded when the stamper numbers them (the UPDATE trigger below).
@@ -50,16 +50,10 @@ begin
     end if;
 
     if has_counted then
-        perform streamseal._apply_digest_deltas(pg_catalog.array_agg(bucket))
-        from (
-            select row(i.origin, i.tenant, i.event_type, i.stream_id,
-                       pg_catalog.bit_xor(streamseal._h0(i.event_id)),
-                       pg_catalog.bit_xor(streamseal._h1(i.event_id)),
-                       pg_catalog.count(*))::streamseal._digest_delta as bucket
+        perform streamseal._fold_changes(array(
+            select row(i.origin, i.origin_seq, i.tenant, i.event_type, i.stream_id, i.event_id, 1)::streamseal._counted_change
             from inserted i
-            where streamseal._counts_in_digest(i.origin_seq, i.flags)
-            group by i.origin, i.tenant, i.event_type, i.stream_id
-        ) folded;
+            where streamseal._counts_in_digest(i.origin_seq, i.flags)));
     end if;
 
     if has_unstamped then
@@ -69,30 +63,28 @@ begin
 end
 $$;
 
--- _events_deleted removes deleted events from their buckets' folds.
+-- _events_deleted takes deleted events out of their folds.
 create function streamseal._events_deleted()
 returns trigger
 language plpgsql
 volatile
 set search_path = ''
 as $$
+declare
+    changes streamseal._counted_change[];
 begin
-    perform streamseal._apply_digest_deltas(pg_catalog.array_agg(bucket))
-    from (
-        select row(d.origin, d.tenant, d.event_type, d.stream_id,
-                   pg_catalog.bit_xor(streamseal._h0(d.event_id)),
-                   pg_catalog.bit_xor(streamseal._h1(d.event_id)),
-                   -pg_catalog.count(*))::streamseal._digest_delta as bucket
+    changes := array(
+        select row(d.origin, d.origin_seq, d.tenant, d.event_type, d.stream_id, d.event_id, -1)::streamseal._counted_change
         from deleted d
-        where streamseal._counts_in_digest(d.origin_seq, d.flags)
-        group by d.origin, d.tenant, d.event_type, d.stream_id
-    ) folded
-    having pg_catalog.count(*) > 0;
+        where streamseal._counts_in_digest(d.origin_seq, d.flags));
+    if pg_catalog.cardinality(changes) > 0 then
+        perform streamseal._fold_changes(changes);
+    end if;
     return null;
 end
 $$;
 
--- _events_updated moves each updated event's contribution from its old bucket to its new one:
+-- _events_updated moves each updated event's contribution from its old place to its new one:
 -- stamping (counted from now on), reclassification (ephemeral: no longer counted), or an
 -- application rewriting identity columns. Unchanged contributions cancel (h XOR h = 0, -1 + 1 = 0).
 create function streamseal._events_updated()
@@ -101,33 +93,25 @@ language plpgsql
 volatile
 set search_path = ''
 as $$
+declare
+    changes streamseal._counted_change[];
 begin
-    perform streamseal._apply_digest_deltas(pg_catalog.array_agg(bucket))
-    from (
-        select row(c.origin, c.tenant, c.event_type, c.stream_id,
-                   pg_catalog.bit_xor(streamseal._h0(c.event_id)),
-                   pg_catalog.bit_xor(streamseal._h1(c.event_id)),
-                   pg_catalog.sum(c.sign))::streamseal._digest_delta as bucket
-        from (
-            select o.origin, o.tenant, o.event_type, o.stream_id, o.event_id, -1 as sign
-            from before_update o
-            where streamseal._counts_in_digest(o.origin_seq, o.flags)
-            union all
-            select a.origin, a.tenant, a.event_type, a.stream_id, a.event_id, 1
-            from after_update a
-            where streamseal._counts_in_digest(a.origin_seq, a.flags)
-        ) c
-        group by c.origin, c.tenant, c.event_type, c.stream_id
-        having pg_catalog.bit_xor(streamseal._h0(c.event_id)) <> 0
-            or pg_catalog.bit_xor(streamseal._h1(c.event_id)) <> 0
-            or pg_catalog.sum(c.sign) <> 0
-    ) moved
-    having pg_catalog.count(*) > 0;
+    changes := array(
+        select row(o.origin, o.origin_seq, o.tenant, o.event_type, o.stream_id, o.event_id, -1)::streamseal._counted_change
+        from before_update o
+        where streamseal._counts_in_digest(o.origin_seq, o.flags)
+        union all
+        select row(a.origin, a.origin_seq, a.tenant, a.event_type, a.stream_id, a.event_id, 1)::streamseal._counted_change
+        from after_update a
+        where streamseal._counts_in_digest(a.origin_seq, a.flags));
+    if pg_catalog.cardinality(changes) > 0 then
+        perform streamseal._fold_changes(changes);
+    end if;
     return null;
 end
 $$;
 
--- _events_truncated empties the folds with the store.
+-- _events_truncated empties every fold with the store.
 create function streamseal._events_truncated()
 returns trigger
 language plpgsql
@@ -136,6 +120,9 @@ set search_path = ''
 as $$
 begin
     delete from streamseal.stream_digests;
+    delete from streamseal.digest_epochs;
+    delete from streamseal.sealed_prefix;
+    delete from streamseal.lane_epochs;
     return null;
 end
 $$;

@@ -9,6 +9,8 @@
 {{ template "service.sql" . }}
 {{ template "event_checks.sql" . }}
 {{ template "digest.sql" . }}
+{{ template "epoch_fold.sql" . }}
+{{ template "fold_changes.sql" . }}
 {{ template "event_triggers.sql" . }}
 {{ template "append.sql" . }}
 {{ template "ingest.sql" . }}
@@ -16,3 +18,7 @@
 {{ template "close_stream.sql" . }}
 {{ template "reap_ephemeral.sql" . }}
 {{ template "verify_digests.sql" . }}
+{{ template "epochs.sql" . }}
+{{ template "answers.sql" . }}
+{{ template "seals.sql" . }}
+{{ template "generation.sql" . }}

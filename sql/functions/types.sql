@@ -28,3 +28,26 @@ create type streamseal._digest_difference as (
     actual_x1 bigint,
     actual_n bigint
 );
+
+-- _counted_change: one counted event entering (+1) or leaving (-1) the folds, as the write-path
+-- triggers hand it to _fold_changes().
+create type streamseal._counted_change as (
+    origin text,
+    origin_seq bigint,
+    tenant text,
+    event_type text,
+    stream_id text,
+    event_id uuid,
+    sign integer
+);
+
+-- _epoch_delta: a change to one closed epoch's (tenant, event_type) fold.
+create type streamseal._epoch_delta as (
+    origin text,
+    epoch bigint,
+    tenant text,
+    event_type text,
+    x0 bigint,
+    x1 bigint,
+    n bigint
+);

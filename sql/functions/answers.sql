@@ -1,0 +1,158 @@
+-- Windowed digest answers: what an origin tells an auditing consumer, and what the consumer
+-- computes of its own copy for the same window. Windows are half-open [from, to) in origin_seq;
+-- the watermark returned is the exclusive end actually covered (capped at the lane's settled max)
+-- and is the next window's from. Sealed epochs answer for the history they cover; only the open
+-- fringes are folded live, so a healthy answer costs the open window, not the lane.
+
+-- type_digests returns per (tenant, event_type) the fold of lane over [from_seq, watermark),
+-- watermark = min(to_seq, settled max + 1), never below from_seq. Closed epochs lying wholly
+-- inside the window come from digest_epochs (the whole sealed history from sealed_prefix, one row
+-- per bucket); partly covered epochs and the open epoch fold live. A quiet window answers one
+-- row with null tenant and event_type that carries only the watermark. One statement, one
+-- snapshot: a close committing meanwhile cannot make a part count twice.
+create function streamseal.type_digests(lane text, from_seq bigint, to_seq bigint, settle interval default interval '0')
+returns table (tenant text, event_type text, x0 bigint, x1 bigint, n bigint, watermark bigint)
+language plpgsql
+stable
+set search_path = ''
+as $$
+begin
+    if type_digests.lane is null or type_digests.from_seq is null or type_digests.to_seq is null
+       or type_digests.from_seq < 0 or type_digests.to_seq < type_digests.from_seq then
+        raise exception 'type_digests: window [%, %) of lane % is invalid: expected 0 <= from <= to',
+            type_digests.from_seq, type_digests.to_seq, coalesce(pg_catalog.quote_literal(type_digests.lane), 'null')
+            using errcode = '22023';
+    end if;
+
+    return query
+    with bounds as (
+        select greatest(type_digests.from_seq, least(type_digests.to_seq,
+                   coalesce(streamseal._lane_settled_max(type_digests.lane, type_digests.settle), 0) + 1)) as watermark
+    ), sealed_span as (
+        -- Closed epochs lying wholly inside [from, watermark).
+        select s.width, s.first_full, s.end_full, s.first_full = 0 and s.end_full = s.closed_through as whole_prefix
+        from (
+            select le.width, le.closed_through,
+                   (type_digests.from_seq + le.width - 1) / le.width as first_full,
+                   least(b.watermark / le.width, le.closed_through) as end_full
+            from streamseal.lane_epochs le cross join bounds b
+            where le.origin = type_digests.lane
+        ) s
+        where s.first_full < s.end_full
+    ), parts as (
+        select p.tenant, p.event_type, p.x0, p.x1, p.n
+        from streamseal.sealed_prefix p cross join sealed_span s
+        where p.origin = type_digests.lane and s.whole_prefix
+        union all
+        select d.tenant, d.event_type, d.x0, d.x1, d.n
+        from streamseal.digest_epochs d cross join sealed_span s
+        where d.origin = type_digests.lane and not s.whole_prefix
+          and d.epoch >= s.first_full and d.epoch < s.end_full
+        union all
+        -- Below the sealed span (or the whole window when none lies inside it): live.
+        select f.tenant, f.event_type, f.x0, f.x1, f.n
+        from bounds b
+        left join sealed_span s on true
+        cross join lateral streamseal._epoch_fold(type_digests.lane, type_digests.from_seq,
+                                                  coalesce(s.first_full * s.width, b.watermark)) f
+        union all
+        -- Above the sealed span: live.
+        select f.tenant, f.event_type, f.x0, f.x1, f.n
+        from bounds b
+        cross join sealed_span s
+        cross join lateral streamseal._epoch_fold(type_digests.lane, s.end_full * s.width, b.watermark) f
+    ), folded as (
+        select c.tenant, c.event_type, pg_catalog.bit_xor(c.x0) as x0, pg_catalog.bit_xor(c.x1) as x1,
+               pg_catalog.sum(c.n)::bigint as n
+        from parts c
+        group by c.tenant, c.event_type
+        having pg_catalog.bit_xor(c.x0) <> 0 or pg_catalog.bit_xor(c.x1) <> 0 or pg_catalog.sum(c.n) <> 0
+    )
+    select f.tenant, f.event_type, f.x0, f.x1, f.n, b.watermark
+    from folded f cross join bounds b
+    union all
+    select null, null, 0::bigint, 0::bigint, 0::bigint, b.watermark
+    from bounds b
+    where not exists (select 1 from folded)
+    order by 1, 2;
+end
+$$;
+
+-- stream_digests_page returns stream-level buckets of lane over [from_seq, watermark) for the
+-- given event types (null: all), for streams after after_stream (null: from the first), whole
+-- streams per page: streams are taken in stream_id order while the page holds at most
+-- max_buckets rows (the first stream always). Every row carries the watermark and resume_after:
+-- the last stream of this page when more remain, null when the window is complete. An empty page
+-- is one row with a null stream_id. A window covering the lane's whole history reads the
+-- maintained stream_digests; any other window folds the store in the window (O(window) a page).
+create function streamseal.stream_digests_page(
+    lane text, types text[], from_seq bigint, to_seq bigint, after_stream text, max_buckets integer,
+    settle interval default interval '0')
+returns table (stream_id text, tenant text, event_type text, x0 bigint, x1 bigint, n bigint,
+               watermark bigint, resume_after text)
+language plpgsql
+stable
+set search_path = ''
+as $$
+begin
+    if stream_digests_page.lane is null or stream_digests_page.from_seq is null or stream_digests_page.to_seq is null
+       or stream_digests_page.from_seq < 0 or stream_digests_page.to_seq < stream_digests_page.from_seq then
+        raise exception 'stream_digests_page: window [%, %) of lane % is invalid: expected 0 <= from <= to',
+            stream_digests_page.from_seq, stream_digests_page.to_seq,
+            coalesce(pg_catalog.quote_literal(stream_digests_page.lane), 'null')
+            using errcode = '22023';
+    end if;
+    if stream_digests_page.max_buckets is null or stream_digests_page.max_buckets < 1 then
+        raise exception 'stream_digests_page: max_buckets % is invalid: expected a positive page size', stream_digests_page.max_buckets
+            using errcode = '22023';
+    end if;
+
+    return query
+    with bounds as (
+        select w.watermark,
+               stream_digests_page.from_seq <= 1 and w.watermark > coalesce(
+                   (select pg_catalog.max(e.origin_seq) from streamseal.events e where e.origin = stream_digests_page.lane), 0)
+                   as whole_history
+        from (
+            select greatest(stream_digests_page.from_seq, least(stream_digests_page.to_seq,
+                       coalesce(streamseal._lane_settled_max(stream_digests_page.lane, stream_digests_page.settle), 0) + 1)) as watermark
+        ) w
+    ), buckets as (
+        select d.stream_id, d.tenant, d.event_type, d.x0, d.x1, d.n
+        from streamseal.stream_digests d cross join bounds b
+        where b.whole_history and d.origin = stream_digests_page.lane
+          and (stream_digests_page.types is null or d.event_type = any (stream_digests_page.types))
+          and (stream_digests_page.after_stream is null or d.stream_id > stream_digests_page.after_stream)
+          and (d.x0, d.x1, d.n) <> (0, 0, 0)
+        union all
+        select e.stream_id, e.tenant, e.event_type,
+               pg_catalog.bit_xor(streamseal._h0(e.event_id)), pg_catalog.bit_xor(streamseal._h1(e.event_id)),
+               pg_catalog.count(*)
+        from streamseal.events e cross join bounds b
+        where not b.whole_history and e.origin = stream_digests_page.lane
+          and e.origin_seq >= stream_digests_page.from_seq and e.origin_seq < b.watermark
+          and streamseal._counts_in_digest(e.origin_seq, e.flags)
+          and (stream_digests_page.types is null or e.event_type = any (stream_digests_page.types))
+          and (stream_digests_page.after_stream is null or e.stream_id > stream_digests_page.after_stream)
+        group by e.stream_id, e.tenant, e.event_type
+    ), ranked as (
+        select k.*,
+               pg_catalog.dense_rank() over (order by k.stream_id) as stream_rank,
+               -- RANGE framing counts every row of the current stream: whole streams only.
+               pg_catalog.count(*) over (order by k.stream_id range between unbounded preceding and current row) as rows_through
+        from buckets k
+    ), page as (
+        select r.* from ranked r where r.stream_rank = 1 or r.rows_through <= stream_digests_page.max_buckets
+    ), cursor as (
+        select case when exists (select 1 from ranked r where r.stream_rank > (select pg_catalog.max(p.stream_rank) from page p))
+                    then (select pg_catalog.max(p.stream_id) from page p) end as resume_after
+    )
+    select p.stream_id, p.tenant, p.event_type, p.x0, p.x1, p.n, b.watermark, c.resume_after
+    from page p cross join bounds b cross join cursor c
+    union all
+    select null, null, null, 0::bigint, 0::bigint, 0::bigint, b.watermark, null::text
+    from bounds b
+    where not exists (select 1 from page)
+    order by 1, 2, 3;
+end
+$$;
