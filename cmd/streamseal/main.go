@@ -30,7 +30,7 @@ commands:
   migrate   apply migrations and re-install the SQL functions (idempotent)
   run       run the control plane for one service database (today: the commit-order stamper)
   demo      a walk-through on a throwaway database: append, stamp, digests, verification
-  bench     run a benchmark: bench write [--quick]
+  bench     run a benchmark: bench write|epochs [--quick]
 
 Run 'streamseal <command> -h' for a command's flags.
 `
@@ -165,11 +165,17 @@ func cmdDemo(ctx context.Context, args []string, out io.Writer) error {
 }
 
 func cmdBench(ctx context.Context, args []string, out io.Writer) error {
-	if len(args) == 0 || args[0] != "write" {
-		fmt.Fprintln(os.Stderr, "usage: streamseal bench write [--quick] [--database-url URL]\n\nbenchmarks: write (append + stamp + digests against a plain-insert baseline)")
+	benchmarks := map[string]bool{"write": true, "epochs": true}
+	if len(args) == 0 || !benchmarks[args[0]] {
+		fmt.Fprintln(os.Stderr, `usage: streamseal bench <write|epochs> [--quick] [--database-url URL]
+
+benchmarks:
+  write    append + stamp + digests against a plain-insert baseline
+  epochs   whole-lane type_digests from sealed epochs against a full recompute, at two sizes`)
 		return errUsage
 	}
-	fs := newFlags("bench write")
+	name := args[0]
+	fs := newFlags("bench " + name)
 	quick := fs.Bool("quick", false, "run a smaller size")
 	serverURL := databaseURLFlag(fs, "a server to create the benchmark database on (default: a throwaway cluster)")
 	if err := parse(fs, args[1:]); err != nil {
@@ -185,10 +191,19 @@ func cmdBench(ctx context.Context, args []string, out io.Writer) error {
 		return err
 	}
 	defer pool.Close()
-	opts := bench.FullWrite
-	if *quick {
-		opts = bench.QuickWrite
+	switch name {
+	case "epochs":
+		opts := bench.FullEpochs
+		if *quick {
+			opts = bench.QuickEpochs
+		}
+		_, err = bench.Epochs(ctx, pool, opts, out)
+	default:
+		opts := bench.FullWrite
+		if *quick {
+			opts = bench.QuickWrite
+		}
+		_, err = bench.Write(ctx, pool, opts, out)
 	}
-	_, err = bench.Write(ctx, pool, opts, out)
 	return err
 }
