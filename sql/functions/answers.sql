@@ -36,7 +36,8 @@ begin
         select s.width, s.first_full, s.end_full, s.first_full = 0 and s.end_full = s.closed_through as whole_prefix
         from (
             select le.width, le.closed_through,
-                   (type_digests.from_seq + le.width - 1) / le.width as first_full,
+                   -- Sequences start at 1, so a window from 1 covers epoch 0 whole.
+                   (case when type_digests.from_seq <= 1 then 0 else type_digests.from_seq end + le.width - 1) / le.width as first_full,
                    least(b.watermark / le.width, le.closed_through) as end_full
             from streamseal.lane_epochs le cross join bounds b
             where le.origin = type_digests.lane

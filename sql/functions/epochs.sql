@@ -118,8 +118,11 @@ begin
             on conflict on constraint sealed_prefix_pkey do update
                 set x0 = p.x0 # excluded.x0, x1 = p.x1 # excluded.x1, n = p.n + excluded.n;
 
+            -- A forced close keeps blocked_since: the lane stays past its stall limit, so the next
+            -- call forces the next blocked epoch instead of waiting a whole limit again.
             update streamseal.lane_epochs le
-            set closed_through = frontier.closed_through + 1, advanced_at = pg_catalog.now(), blocked_since = null
+            set closed_through = frontier.closed_through + 1, advanced_at = pg_catalog.now(),
+                blocked_since = case when force_this then le.blocked_since end
             where le.origin = lane.origin;
 
             closed := closed + 1;
@@ -133,7 +136,8 @@ $$;
 -- verify_digest_epochs recomputes up to max_epochs closed epochs from the store, in (origin,
 -- epoch) order starting after where the previous call stopped (wrapping around), refolds every
 -- epoch that drifted, and returns per lane how many it checked, how many had drifted, and
--- whether the lane's sealed prefix (re-derived from its epochs) had to be healed. Any drift is
+-- whether the lane's sealed prefix had to be healed (re-derived from the epochs when this call
+-- completes a pass over the lane). Any drift is
 -- an unaccounted write path: an alarm, healed here. A lane with a write in flight ends
 -- the call early (the cursor stays put, so the next call checks it).
 create function streamseal.verify_digest_epochs(max_epochs integer default 1000)
@@ -160,7 +164,7 @@ begin
     select c.origin, c.epoch into start_origin, start_epoch from streamseal.epoch_verify_cursor c;
 
     for target in
-        select le.origin, g.epoch, le.width
+        select le.origin, g.epoch, le.width, g.epoch = le.closed_through - 1 as completes_lane
         from streamseal.lane_epochs le
         cross join lateral pg_catalog.generate_series(0, le.closed_through - 1) as g(epoch)
         order by (le.origin, g.epoch) <= (start_origin, start_epoch) nulls first, le.origin, g.epoch
@@ -191,14 +195,18 @@ begin
 
         stats := pg_catalog.jsonb_set(stats, array[target.origin], pg_catalog.jsonb_build_array(
             coalesce((stats -> target.origin ->> 0)::integer, 0) + 1,
-            coalesce((stats -> target.origin ->> 1)::integer, 0) + case when differs then 1 else 0 end));
+            coalesce((stats -> target.origin ->> 1)::integer, 0) + case when differs then 1 else 0 end,
+            false,
+            coalesce((stats -> target.origin ->> 3)::boolean, false) or target.completes_lane));
         insert into streamseal.epoch_verify_cursor as c (origin, epoch) values (target.origin, target.epoch)
         on conflict (singleton) do update set origin = excluded.origin, epoch = excluded.epoch;
     end loop;
 
-    -- The sealed prefix is derived from the epochs, not the store: re-derive it for every lane
-    -- this call visited (we hold their locks) and replace it when it disagrees.
-    for target in select s.key as origin from pg_catalog.jsonb_each(stats) s loop
+    -- The sealed prefix is derived from the epochs, not the store. Re-derive it only for lanes
+    -- whose pass this call completed (it verified their last closed epoch, and the cursor walked
+    -- all earlier ones before): re-deriving from epochs not yet verified would copy a corrupt
+    -- epoch row into a correct prefix, and from there into every whole-lane answer.
+    for target in select s.key as origin from pg_catalog.jsonb_each(stats) s where (s.value ->> 3)::boolean loop
         with truth as (
             select d.tenant, d.event_type, pg_catalog.bit_xor(d.x0) as x0, pg_catalog.bit_xor(d.x1) as x1,
                    pg_catalog.sum(d.n)::bigint as n

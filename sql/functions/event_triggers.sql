@@ -111,7 +111,7 @@ begin
 end
 $$;
 
--- _events_truncated empties every fold with the store.
+-- _events_truncated empties every fold with the store and starts a new origin generation.
 create function streamseal._events_truncated()
 returns trigger
 language plpgsql
@@ -123,6 +123,8 @@ begin
     delete from streamseal.digest_epochs;
     delete from streamseal.sealed_prefix;
     delete from streamseal.lane_epochs;
+    -- Whatever consumers sealed of this service's history is gone with it.
+    perform streamseal._bump_origin_generation();
     return null;
 end
 $$;

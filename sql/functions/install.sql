@@ -22,3 +22,6 @@
 {{ template "answers.sql" . }}
 {{ template "seals.sql" . }}
 {{ template "generation.sql" . }}
+{{ template "grants.sql" . }}
+{{ template "subscriptions.sql" . }}
+{{ template "redelivery.sql" . }}

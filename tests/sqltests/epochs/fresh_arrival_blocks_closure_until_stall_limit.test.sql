@@ -55,10 +55,12 @@ select results_eq(
     $$ select epoch, forced from later_closes $$,
     $$ values (3::bigint, true) $$,
     'epoch 3 is forced through exactly once; epoch 4 (holding the settled max 45) stays open');
+-- A forced close keeps blocked_since: the lane stays past its limit, so each later call forces
+-- the next blocked epoch instead of waiting a whole stall limit again.
 select results_eq(
-    $$ select closed_through, blocked_since from streamseal.lane_epochs where origin = 'stall-origin' $$,
-    $$ values (4::bigint, null::timestamptz) $$,
-    'the frontier stands at 4 and is no longer blocked');
+    $$ select closed_through, blocked_since is not null from streamseal.lane_epochs where origin = 'stall-origin' $$,
+    $$ values (4::bigint, true) $$,
+    'the frontier stands at 4 and still remembers it is stalled (forced closes keep blocked_since)');
 
 select results_eq(
     $$ select * from streamseal.verify_digest_epochs() $$,

@@ -1,0 +1,144 @@
+package wire
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// Handler acts on one accepted control message. Returning an error wrapping ErrPermanent
+// terminates the message (it can never succeed); any other error redelivers it after a delay.
+type Handler func(ctx context.Context, env Envelope, attachment []byte) error
+
+// ErrPermanent marks a handler failure that retrying cannot fix (e.g. an inconsistent bundle).
+var ErrPermanent = errors.New("permanent failure")
+
+// Control is a service's control-message endpoint: a durable JetStream consumer over its directed
+// inbox and the broadcast inbox, the receive seam in front of every handler, and a publisher.
+type Control struct {
+	JS       jetstream.JetStream
+	Seam     *Seam
+	Logger   *slog.Logger
+	handlers map[string]Handler
+	// Tap, when set, sees every message the consumer receives before the seam (tests use it to
+	// forward one service's traffic to another's seam, proving the seam drops it).
+	Tap func(subject string, data []byte)
+}
+
+// Handle registers the handler for kind. Call before Run.
+func (c *Control) Handle(kind string, h Handler) {
+	if c.handlers == nil {
+		c.handlers = map[string]Handler{}
+	}
+	c.handlers[kind] = h
+}
+
+// Run consumes control messages until ctx ends. Each message is acked after its handler returns
+// nil: a crash mid-handler redelivers it.
+func (c *Control) Run(ctx context.Context) error {
+	logger := c.logger()
+	cons, err := c.JS.CreateOrUpdateConsumer(ctx, ControlStream, jetstream.ConsumerConfig{
+		Durable:        "streamseal-control-" + c.Seam.Self,
+		FilterSubjects: []string{ControlSubject(c.Seam.Self), ControlSubject(BroadcastInbox)},
+		AckPolicy:      jetstream.AckExplicitPolicy,
+		AckWait:        time.Minute,
+		MaxAckPending:  256,
+		DeliverPolicy:  jetstream.DeliverAllPolicy,
+	})
+	if err != nil {
+		return fmt.Errorf("control consumer for %s: %w", c.Seam.Self, err)
+	}
+	for ctx.Err() == nil {
+		batch, err := cons.Fetch(32, jetstream.FetchMaxWait(time.Second))
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			logger.Warn("control: fetch failed", "err", err)
+			sleep(ctx, time.Second)
+			continue
+		}
+		for msg := range batch.Messages() {
+			c.dispatch(ctx, msg)
+		}
+		if err := batch.Error(); err != nil && !errors.Is(err, jetstream.ErrNoMessages) && ctx.Err() == nil &&
+			!errors.Is(err, context.DeadlineExceeded) {
+			logger.Warn("control: fetch batch ended with an error", "err", err)
+		}
+	}
+	return nil
+}
+
+func (c *Control) dispatch(ctx context.Context, msg jetstream.Msg) {
+	logger := c.logger()
+	if c.Tap != nil {
+		c.Tap(msg.Subject(), msg.Data())
+	}
+	env, attachment, ok := c.Seam.Accept(msg.Subject(), msg.Data())
+	if !ok {
+		_ = msg.Term() // dropped at the seam: never acted on, never redelivered
+		return
+	}
+	h := c.handlers[env.Kind]
+	if h == nil {
+		logger.Debug("control: no handler for kind here", "kind", env.Kind, "from", env.From)
+		_ = msg.Ack()
+		return
+	}
+	switch err := h(ctx, env, attachment); {
+	case err == nil:
+		_ = msg.Ack()
+	case errors.Is(err, ErrPermanent):
+		logger.Error("control: message refused", "kind", env.Kind, "from", env.From, "id", env.ID, "err", err)
+		_ = msg.Term()
+	default:
+		logger.Warn("control: handler failed, will retry", "kind", env.Kind, "from", env.From, "id", env.ID, "err", err)
+		_ = msg.NakWithDelay(2 * time.Second)
+	}
+}
+
+func (c *Control) logger() *slog.Logger {
+	if c.Logger != nil {
+		return c.Logger
+	}
+	return slog.Default()
+}
+
+// NewEnvelope addresses a control message from self to (empty: broadcast).
+func NewEnvelope(kind, from, to string, body any) (Envelope, error) {
+	raw, err := json.Marshal(body)
+	if err != nil {
+		return Envelope{}, fmt.Errorf("encode %s body: %w", kind, err)
+	}
+	return Envelope{V: Version, Kind: kind, ID: uuid.NewString(), From: from, To: to, SentAt: time.Now().UTC(), Body: raw}, nil
+}
+
+// Publish sends env (and its attachment) to its addressee's control inbox, or to the broadcast
+// inbox, and waits for JetStream's acknowledgement.
+func Publish(ctx context.Context, js jetstream.JetStream, env Envelope, attachment []byte) error {
+	data, err := Encode(env, attachment)
+	if err != nil {
+		return err
+	}
+	to := env.To
+	if to == "" {
+		to = BroadcastInbox
+	}
+	if _, err := js.Publish(ctx, ControlSubject(to), data); err != nil {
+		return fmt.Errorf("publish %s to %s: %w", env.Kind, to, err)
+	}
+	return nil
+}
+
+func sleep(ctx context.Context, d time.Duration) {
+	select {
+	case <-ctx.Done():
+	case <-time.After(d):
+	}
+}

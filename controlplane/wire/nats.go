@@ -1,0 +1,100 @@
+package wire
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// Embedded is an in-process NATS server with JetStream, for single-machine use, tests and the
+// demo. It listens on loopback only.
+type Embedded struct {
+	srv *server.Server
+}
+
+// StartEmbedded starts a NATS server with JetStream storing under dir, on a random loopback
+// port, and waits until it accepts connections.
+func StartEmbedded(dir string) (*Embedded, error) {
+	opts := &server.Options{
+		Host:       "127.0.0.1",
+		Port:       server.RANDOM_PORT,
+		JetStream:  true,
+		StoreDir:   dir,
+		NoLog:      true,
+		NoSigs:     true,
+		MaxPayload: DefaultMaxMessageBytes,
+	}
+	srv, err := server.NewServer(opts)
+	if err != nil {
+		return nil, fmt.Errorf("configure embedded NATS: %w", err)
+	}
+	go srv.Start()
+	if !srv.ReadyForConnections(30 * time.Second) {
+		srv.Shutdown()
+		return nil, errors.New("embedded NATS did not become ready within 30s")
+	}
+	return &Embedded{srv: srv}, nil
+}
+
+// URL is the client URL of the embedded server.
+func (e *Embedded) URL() string { return e.srv.ClientURL() }
+
+// Shutdown stops the server and waits for it.
+func (e *Embedded) Shutdown() {
+	e.srv.Shutdown()
+	e.srv.WaitForShutdown()
+}
+
+// Connect dials url as service, reconnecting forever: a control plane outlives broker restarts.
+func Connect(url, service string, logger *slog.Logger) (*nats.Conn, error) {
+	if logger == nil {
+		logger = slog.Default()
+	}
+	nc, err := nats.Connect(url,
+		nats.Name("streamseal-"+service),
+		nats.MaxReconnects(-1),
+		nats.ReconnectWait(250*time.Millisecond),
+		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
+			logger.Warn("wire: disconnected from NATS", "err", err)
+		}),
+		nats.ReconnectHandler(func(c *nats.Conn) {
+			logger.Info("wire: reconnected to NATS", "url", c.ConnectedUrl())
+		}),
+	)
+	if err != nil {
+		return nil, fmt.Errorf("connect to NATS %s: %w", url, err)
+	}
+	return nc, nil
+}
+
+// EnsureStreams creates (or updates) the two JetStream streams streamseal uses: events, kept as
+// history, deduplicating re-publishes by message id within two minutes; and control messages,
+// kept for a day so a restarted service still finds what was sent to it.
+func EnsureStreams(ctx context.Context, js jetstream.JetStream) error {
+	streams := []jetstream.StreamConfig{{
+		Name:       EventsStream,
+		Subjects:   []string{eventsPrefix + ">"},
+		Storage:    jetstream.FileStorage,
+		Retention:  jetstream.LimitsPolicy,
+		Duplicates: 2 * time.Minute,
+	}, {
+		Name:       ControlStream,
+		Subjects:   []string{controlPrefix + ">"},
+		Storage:    jetstream.FileStorage,
+		Retention:  jetstream.LimitsPolicy,
+		MaxAge:     24 * time.Hour,
+		MaxMsgSize: DefaultMaxMessageBytes,
+	}}
+	for _, cfg := range streams {
+		if _, err := js.CreateOrUpdateStream(ctx, cfg); err != nil {
+			return fmt.Errorf("ensure JetStream stream %s: %w", cfg.Name, err)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,140 @@
+package wire
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+	"testing"
+)
+
+func validEnvelope(t testing.TB, to string) []byte {
+	t.Helper()
+	env, err := NewEnvelope(KindRedeliveryRequest, "billing", to, map[string]any{"tenants": []string{"acme"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := Encode(env, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
+}
+
+// Invariant 11 (isolation) and bad-input handling: the seam drops what this service must not
+// act on, and counts each drop by reason.
+func TestSeam(t *testing.T) {
+	t.Parallel()
+	withVersion := func(v int) []byte {
+		env, _ := NewEnvelope(KindRedeliveryRequest, "billing", "orders", map[string]any{})
+		env.V = v
+		data, _ := Encode(env, nil)
+		return data
+	}
+	withKind := func(kind string) []byte {
+		env, _ := NewEnvelope(KindRedeliveryRequest, "billing", "orders", map[string]any{})
+		env.Kind = kind
+		data, _ := Encode(env, nil)
+		return data
+	}
+	fromSelf, _ := NewEnvelope(KindRedeliveryRequest, "orders", "", map[string]any{})
+	fromSelfData, _ := Encode(fromSelf, nil)
+
+	cases := []struct {
+		name   string
+		data   []byte
+		reason string
+	}{
+		{"ForeignTargetIsDropped", validEnvelope(t, "shipping"), DropForeignTarget},
+		{"MalformedJSONIsDropped", []byte(`{"v":1,"kind":`), DropMalformed},
+		{"NonJSONIsDropped", []byte("\x00\xff garbage"), DropMalformed},
+		{"UnknownFieldIsDropped", []byte(`{"v":1,"kind":"redelivery_request","id":"x","from":"a","sent_at":"2026-01-01T00:00:00Z","body":{},"extra":1}`), DropMalformed},
+		{"MissingSenderIsDropped", []byte(`{"v":1,"kind":"redelivery_request","id":"x","sent_at":"2026-01-01T00:00:00Z","body":{}}`), DropMalformed},
+		{"UnknownVersionIsDropped", withVersion(2), DropUnknownVersion},
+		{"UnknownKindIsDropped", withKind("launch_missiles"), DropUnknownKind},
+		{"OversizedIsDropped", append(validEnvelope(t, "orders"), append([]byte("\n"), bytes.Repeat([]byte("x"), 2048)...)...), DropOversized},
+		{"OwnBroadcastIsIgnored", fromSelfData, DropOwnMessage},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			seam := &Seam{Self: "orders", MaxBytes: 1024}
+			if _, _, ok := seam.Accept("streamseal.ctl.orders", tc.data); ok {
+				t.Fatalf("seam accepted %q", tc.data)
+			}
+			if got := seam.Dropped(); got[tc.reason] != 1 || len(got) != 1 {
+				t.Fatalf("drops = %v, want exactly one %q", got, tc.reason)
+			}
+		})
+	}
+
+	t.Run("DirectedAndBroadcastMessagesPass", func(t *testing.T) {
+		t.Parallel()
+		seam := &Seam{Self: "orders"}
+		for _, to := range []string{"orders", ""} {
+			env, _, ok := seam.Accept("streamseal.ctl.orders", validEnvelope(t, to))
+			if !ok || env.From != "billing" || env.Kind != KindRedeliveryRequest {
+				t.Fatalf("seam refused a good message to %q: %+v", to, env)
+			}
+		}
+		if len(seam.Dropped()) != 0 {
+			t.Fatalf("drops = %v, want none", seam.Dropped())
+		}
+	})
+
+	t.Run("AttachmentSurvivesByteForByte", func(t *testing.T) {
+		t.Parallel()
+		env, _ := NewEnvelope(KindRedeliveryBundle, "orders", "billing", map[string]any{"n": 1})
+		attachment := []byte("{ \"raw\" :\n  true }\x00\xff")
+		data, err := Encode(env, attachment)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, got, ok := (&Seam{Self: "billing"}).Accept("s", data)
+		if !ok || !bytes.Equal(got, attachment) {
+			t.Fatalf("attachment = %q, ok %v; want %q", got, ok, attachment)
+		}
+	})
+}
+
+func TestTypeTokenIsInjectiveAndSubjectSafe(t *testing.T) {
+	t.Parallel()
+	seen := map[string]string{}
+	for _, typ := range []string{"order.placed", "order~2Eplaced", "order placed", "a*b", "a>b", "Order_Placed-v2", "日本"} {
+		tok := TypeToken(typ)
+		if strings.ContainsAny(tok, ".*> \t\r\n") {
+			t.Fatalf("token %q of %q is not one subject token", tok, typ)
+		}
+		if other, dup := seen[tok]; dup {
+			t.Fatalf("types %q and %q share token %q", typ, other, tok)
+		}
+		seen[tok] = typ
+	}
+}
+
+// FuzzDecode: no input makes the decoder panic, and whatever it accepts re-encodes to an
+// envelope it accepts again with the same fields.
+func FuzzDecode(f *testing.F) {
+	f.Add(validEnvelope(f, "orders"))
+	f.Add([]byte(`{"v":1}`))
+	f.Add([]byte("{}\n\x00"))
+	f.Add([]byte(`{"v":1,"kind":"redelivery_bundle","id":"i","from":"a","to":"b","sent_at":"2026-01-01T00:00:00Z","body":{}}` + "\nraw"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		env, attachment, err := Decode(data, 4096)
+		if err != nil {
+			return
+		}
+		again, err := Encode(env, attachment)
+		if err != nil {
+			t.Fatalf("accepted envelope does not re-encode: %v", err)
+		}
+		env2, attachment2, err := Decode(again, 1<<20)
+		if err != nil {
+			t.Fatalf("re-encoded envelope refused: %v", err)
+		}
+		if env2.Kind != env.Kind || env2.From != env.From || env2.To != env.To || env2.ID != env.ID ||
+			!env2.SentAt.Equal(env.SentAt) || !bytes.Equal(attachment2, attachment) || !json.Valid(env2.Body) {
+			t.Fatalf("round trip changed the envelope: %+v -> %+v", env, env2)
+		}
+	})
+}
+

@@ -1,0 +1,47 @@
+package wire
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Subjects. Events ride one JetStream stream; control messages another.
+const (
+	EventsStream   = "STREAMSEAL_EVENTS"
+	ControlStream  = "STREAMSEAL_CONTROL"
+	eventsPrefix   = "streamseal.evt."
+	controlPrefix  = "streamseal.ctl."
+	BroadcastInbox = "_all"
+)
+
+// EventSubject is where origin publishes events of eventType: streamseal.evt.<origin>.<token>.
+func EventSubject(origin, eventType string) string {
+	return eventsPrefix + origin + "." + TypeToken(eventType)
+}
+
+// EventFilter is the inbox filter for eventType from origin ("*" or "" for any origin).
+func EventFilter(origin, eventType string) string {
+	if origin == "" {
+		origin = "*"
+	}
+	return eventsPrefix + origin + "." + TypeToken(eventType)
+}
+
+// ControlSubject is service's directed inbox; BroadcastInbox names the broadcast one.
+func ControlSubject(service string) string { return controlPrefix + service }
+
+// TypeToken turns an event type into one NATS subject token: letters, digits, '-' and '_' stay;
+// every other byte (dots, spaces, wildcards, '~' itself) becomes ~XX. Injective, so two types
+// never share a subject.
+func TypeToken(eventType string) string {
+	var b strings.Builder
+	for i := 0; i < len(eventType); i++ {
+		c := eventType[i]
+		if c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_' {
+			b.WriteByte(c)
+			continue
+		}
+		fmt.Fprintf(&b, "~%02X", c)
+	}
+	return b.String()
+}

@@ -1,0 +1,1 @@
+-- grants: (being written)

@@ -1,0 +1,1 @@
+-- redelivery: (being written)

@@ -1,0 +1,1 @@
+-- subscriptions: (being written)
