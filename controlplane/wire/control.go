@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -29,7 +30,12 @@ type Control struct {
 	// Tap, when set, sees every message the consumer receives before the seam (tests use it to
 	// forward one service's traffic to another's seam, proving the seam drops it).
 	Tap func(subject string, data []byte)
+
+	finished atomic.Int64
 }
+
+// Finished counts messages this endpoint is done with (acted on, dropped, or refused).
+func (c *Control) Finished() int64 { return c.finished.Load() }
 
 // Handle registers the handler for kind. Call before Run.
 func (c *Control) Handle(kind string, h Handler) {
@@ -76,6 +82,7 @@ func (c *Control) Run(ctx context.Context) error {
 }
 
 func (c *Control) dispatch(ctx context.Context, msg jetstream.Msg) {
+	defer c.finished.Add(1)
 	logger := c.logger()
 	if c.Tap != nil {
 		c.Tap(msg.Subject(), msg.Data())

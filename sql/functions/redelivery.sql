@@ -1,1 +1,263 @@
--- redelivery: (being written)
+-- Redelivery on the origin: the selection the redelivery pump ships to a requester (repair,
+-- backfill, an operator's manual repair), and the account of what a request asked for that
+-- cannot be served, so the requester records it instead of asking forever. Own lane only:
+-- copies received from other origins are never re-shipped under this service's identity.
+-- The pump checks ungranted_types (grants.sql) before it calls either (invariant 11).
+
+-- _require_redelivery_scope refuses a request that does not name its tenants and event types,
+-- or whose origin_seq window or type_seq ranges cannot be read, with a message naming caller.
+create function streamseal._require_redelivery_scope(
+    caller text, tenants text[], event_types text[], from_seq bigint, to_seq bigint,
+    type_seq_ranges int8multirange)
+returns void
+language plpgsql
+immutable
+set search_path = ''
+as $$
+declare
+    problem text;
+begin
+    -- A request names its tenants ('' is the single-tenant service's tenant) and its types:
+    -- an omitted list is never read as "everything" (invariant 11).
+    problem := streamseal._list_problem(_require_redelivery_scope.tenants, empty_name_ok => true);
+    if problem is not null then
+        raise exception '%: a redelivery request must name its tenants: %', _require_redelivery_scope.caller, problem
+            using errcode = '22023';
+    end if;
+    problem := streamseal._list_problem(_require_redelivery_scope.event_types);
+    if problem is not null then
+        raise exception '%: a redelivery request must name its event types: %', _require_redelivery_scope.caller, problem
+            using errcode = '22023';
+    end if;
+    if _require_redelivery_scope.from_seq < 0 or _require_redelivery_scope.to_seq < 0
+       or _require_redelivery_scope.to_seq < _require_redelivery_scope.from_seq then
+        raise exception '%: origin_seq window [%, %) is invalid: expected 0 <= from <= to (null: unbounded)',
+            _require_redelivery_scope.caller, coalesce(_require_redelivery_scope.from_seq::text, 'null'),
+            coalesce(_require_redelivery_scope.to_seq::text, 'null')
+            using errcode = '22023';
+    end if;
+    if pg_catalog.isempty(_require_redelivery_scope.type_seq_ranges) then
+        raise exception '%: type_seq_ranges {} is invalid: expected null (every type_seq) or at least one range',
+            _require_redelivery_scope.caller
+            using errcode = '22023';
+    end if;
+end
+$$;
+
+-- select_redelivery returns one page of this origin's own stamped events matching every given
+-- filter (conjunctive): tenants and event_types (required), streams, the origin_seq window
+-- [from_seq, to_seq) and type_seq_ranges (each optional: null means unfiltered). Pages are in
+-- (stream_id, stream_version) order, so a stream's slice arrives init-first and append-only, and
+-- continue strictly after the keyset (after_stream, after_version) of the previous page's last
+-- row (both null: from the start). A page holds at most least(max_events, cap) rows: cap is the
+-- origin's own limit, which a requester's max_events can never raise. A page shorter than that
+-- limit is the last.
+--
+-- Never selected: copies received from other origins, unstamped own events (not yet numbered,
+-- so a requester could not place them; the relay ships them once stamped), and at-most-once
+-- occurrences (re-delivering one would break the guarantee it was declared with). Ephemeral
+-- events are selected while their bodies are present; reaped ones are simply gone (see
+-- redelivery_unservable). Payloads are returned as stored, never re-serialized (invariant 3).
+create function streamseal.select_redelivery(
+    tenants text[],
+    event_types text[],
+    streams text[] default null,
+    from_seq bigint default null,
+    to_seq bigint default null,
+    type_seq_ranges int8multirange default null,
+    after_stream text default null,
+    after_version bigint default null,
+    max_events integer default 500,
+    cap integer default 10000)
+returns table (event_id uuid, origin_seq bigint, type_seq bigint, tenant text, stream_id text,
+               stream_version bigint, event_type text, flags integer, payload bytea, metadata jsonb,
+               occurred_at timestamptz)
+language plpgsql
+stable
+set search_path = ''
+-- Custom plans always: the optional filters fold away only when the planner sees the actual
+-- values, so each call gets the plan its filters deserve (the keyset walk of the
+-- (origin, stream_id, stream_version) index for a page, a window scan for a narrow window).
+set plan_cache_mode = force_custom_plan
+as $$
+declare
+    self text := streamseal.service_name();
+    problem text;
+begin
+    perform streamseal._require_redelivery_scope('select_redelivery', select_redelivery.tenants,
+        select_redelivery.event_types, select_redelivery.from_seq, select_redelivery.to_seq,
+        select_redelivery.type_seq_ranges);
+    if select_redelivery.streams is not null then
+        problem := streamseal._list_problem(select_redelivery.streams);
+        if problem is not null then
+            raise exception 'select_redelivery: a stream filter must name its streams (null: every stream): %', problem
+                using errcode = '22023';
+        end if;
+    end if;
+    if (select_redelivery.after_stream is null) <> (select_redelivery.after_version is null) then
+        raise exception 'select_redelivery: keyset cursor (%, %) is half given: expected after_stream and after_version both or neither',
+            coalesce(pg_catalog.quote_literal(select_redelivery.after_stream), 'null'),
+            coalesce(select_redelivery.after_version::text, 'null')
+            using errcode = '22023';
+    end if;
+    if select_redelivery.max_events is null or select_redelivery.max_events < 1 then
+        raise exception 'select_redelivery: max_events % is invalid: expected a positive page size',
+            coalesce(select_redelivery.max_events::text, 'null')
+            using errcode = '22023';
+    end if;
+    if select_redelivery.cap is null or select_redelivery.cap < 1 then
+        raise exception 'select_redelivery: cap % is invalid: expected a positive limit',
+            coalesce(select_redelivery.cap::text, 'null')
+            using errcode = '22023';
+    end if;
+
+    return query
+    select e.event_id, e.origin_seq, e.type_seq, e.tenant, e.stream_id, e.stream_version, e.event_type,
+           e.flags, e.payload, e.metadata, e.occurred_at
+    from streamseal.events e
+    where e.origin = self
+      and e.origin_seq is not null
+      -- Not an at-most-once occurrence (bit 2). Spelled as the flag values it allows (flags holds
+      -- bits 1, 2 and 4 only) so the planner estimates it from column statistics: flags & 2 = 0
+      -- is guessed at 0.5% of rows, which turned a 500-row keyset page at 50k rows into a full
+      -- scan and sort instead of an index walk that stops at the page.
+      and e.flags in (0, 1, 4, 5)
+      and e.tenant = any (select_redelivery.tenants)
+      and e.event_type = any (select_redelivery.event_types)
+      and (select_redelivery.streams is null or e.stream_id = any (select_redelivery.streams))
+      and (select_redelivery.from_seq is null or e.origin_seq >= select_redelivery.from_seq)
+      and (select_redelivery.to_seq is null or e.origin_seq < select_redelivery.to_seq)
+      and (select_redelivery.type_seq_ranges is null or select_redelivery.type_seq_ranges @> e.type_seq)
+      -- A row comparison, so the (origin, stream_id, stream_version) index starts the page at the
+      -- cursor instead of filtering everything before it.
+      and (select_redelivery.after_stream is null
+           or (e.stream_id, e.stream_version) > (select_redelivery.after_stream, select_redelivery.after_version))
+    order by e.stream_id, e.stream_version
+    limit least(select_redelivery.max_events, select_redelivery.cap);
+end
+$$;
+
+-- redelivery_unservable returns what a request for (tenants x event_types) asked for that this
+-- origin cannot serve, as (tenant, event_type, reason, type_seqs, origin_seqs) rows with a
+-- non-empty multirange, so the requester records an accepted loss (invariant 6) instead of
+-- asking forever. Two parts, each answered when its dimension was asked for:
+--
+--   type_seq_ranges given: per requested (tenant, event_type), the requested type_seqs within
+--     [1, that pair's last type_seq] that are absent from the store (reaped ephemeral, closed:
+--     'absent') or present as at-most-once occurrences ('at_most_once'), and the requested
+--     type_seqs the pair never reached, above its counter or below 1 ('never_existed'). Rows
+--     carry type_seqs.
+--   an origin_seq window given (from_seq and/or to_seq): within
+--     [from_seq, least(to_seq, last stamped origin_seq + 1)) the own-lane origin_seqs held by no
+--     event ('absent', tenant and event_type null: nobody knows what they were) and those of
+--     at-most-once occurrences of the requested tenants and types ('at_most_once'). Rows carry
+--     origin_seqs. Numbers the stamper has not handed out yet are not reported: they may still come.
+--
+-- When both are given the request is conjunctive, as in select_redelivery: an at-most-once
+-- occurrence is reported only when it lies in both; an absent number is reported by the part
+-- that can name it (its tenant and type, or its origin_seq are unknown). A request giving
+-- neither asked for no numbers, and none are named. Cost: the type part reads the requested
+-- type_seqs present in the store, bounded by the pair's counter; the window part reads the
+-- window, bounded by stamp_state. Both build multiranges from the rows present (range_agg over
+-- int8range(seq, seq + 1)) and subtract them from what was asked, never enumerating numbers.
+create function streamseal.redelivery_unservable(
+    tenants text[],
+    event_types text[],
+    from_seq bigint default null,
+    to_seq bigint default null,
+    type_seq_ranges int8multirange default null)
+returns table (tenant text, event_type text, reason text, type_seqs int8multirange, origin_seqs int8multirange)
+language plpgsql
+stable
+set search_path = ''
+-- Custom plans always: the window bounds and the parts that do not apply fold away only when
+-- the planner sees the actual values.
+set plan_cache_mode = force_custom_plan
+as $$
+declare
+    self text := streamseal.service_name();
+    window_asked boolean := redelivery_unservable.from_seq is not null or redelivery_unservable.to_seq is not null;
+    lo bigint;
+    hi bigint;
+begin
+    perform streamseal._require_redelivery_scope('redelivery_unservable', redelivery_unservable.tenants,
+        redelivery_unservable.event_types, redelivery_unservable.from_seq, redelivery_unservable.to_seq,
+        redelivery_unservable.type_seq_ranges);
+    -- The window part's bounds, as plain values so the planner sees them (custom plans) and
+    -- walks the (origin, origin_seq) index over exactly [lo, hi): never past the last stamped.
+    if window_asked then
+        select greatest(coalesce(redelivery_unservable.from_seq, 1), 1),
+               least(coalesce(redelivery_unservable.to_seq, s.last_origin_seq + 1), s.last_origin_seq + 1)
+        into lo, hi
+        from streamseal.stamp_state s;
+        hi := greatest(lo, hi);
+    end if;
+
+    return query
+    with pairs as (
+        -- Each requested (tenant, event_type), what of it the counter covers and what it never reached.
+        select r.tenant, r.event_type,
+               redelivery_unservable.type_seq_ranges * r.reached as asked,
+               redelivery_unservable.type_seq_ranges - r.reached as never_existed
+        from (
+            select t.tenant, y.event_type,
+                   pg_catalog.int8multirange(pg_catalog.int8range(1, coalesce(c.last_type_seq, 0) + 1)) as reached
+            from (select distinct u.tenant from pg_catalog.unnest(redelivery_unservable.tenants) as u(tenant)) t
+            cross join (select distinct u.event_type from pg_catalog.unnest(redelivery_unservable.event_types) as u(event_type)) y
+            left join streamseal.type_seq_counters c on c.tenant = t.tenant and c.event_type = y.event_type
+        ) r
+        where redelivery_unservable.type_seq_ranges is not null
+    ), type_part as (
+        select p.tenant, p.event_type, p.asked, p.never_existed,
+               coalesce(held.present, '{}') as present, coalesce(held.at_most_once, '{}') as at_most_once
+        from pairs p
+        cross join lateral (
+            select pg_catalog.range_agg(pg_catalog.int8range(e.type_seq, e.type_seq + 1)) as present,
+                   pg_catalog.range_agg(pg_catalog.int8range(e.type_seq, e.type_seq + 1)) filter (
+                       where e.flags in (2, 3, 6, 7)
+                         and (redelivery_unservable.from_seq is null or e.origin_seq >= redelivery_unservable.from_seq)
+                         and (redelivery_unservable.to_seq is null or e.origin_seq < redelivery_unservable.to_seq)
+                   ) as at_most_once
+            from streamseal.events e
+            where e.origin = self and e.tenant = p.tenant and e.event_type = p.event_type
+              -- The bounds let an index on (origin, tenant, event_type, type_seq) serve the read.
+              and e.type_seq >= pg_catalog.lower(p.asked) and e.type_seq < pg_catalog.upper(p.asked)
+              and p.asked @> e.type_seq
+        ) held
+    ), window_held as (
+        select coalesce(pg_catalog.range_agg(pg_catalog.int8range(e.origin_seq, e.origin_seq + 1)), '{}') as present
+        from streamseal.events e
+        where window_asked and e.origin = self and e.origin_seq >= lo and e.origin_seq < hi
+    ), window_at_most_once as (
+        select e.tenant, e.event_type, pg_catalog.range_agg(pg_catalog.int8range(e.origin_seq, e.origin_seq + 1)) as origin_seqs
+        from streamseal.events e
+        where window_asked and e.origin = self and e.origin_seq >= lo and e.origin_seq < hi
+          and e.flags in (2, 3, 6, 7) -- at-most-once (bit 2), spelled as values: see select_redelivery
+          and e.tenant = any (redelivery_unservable.tenants)
+          and e.event_type = any (redelivery_unservable.event_types)
+          and (redelivery_unservable.type_seq_ranges is null or redelivery_unservable.type_seq_ranges @> e.type_seq)
+        group by e.tenant, e.event_type
+    ), answer as (
+        select tp.tenant, tp.event_type, 'absent'::text as reason, tp.asked - tp.present as type_seqs,
+               null::pg_catalog.int8multirange as origin_seqs
+        from type_part tp
+        union all
+        select tp.tenant, tp.event_type, 'at_most_once', tp.at_most_once, null
+        from type_part tp
+        union all
+        select tp.tenant, tp.event_type, 'never_existed', tp.never_existed, null
+        from type_part tp
+        union all
+        select null, null, 'absent', null, pg_catalog.int8multirange(pg_catalog.int8range(lo, hi)) - w.present
+        from window_held w
+        where window_asked
+        union all
+        select m.tenant, m.event_type, 'at_most_once', null, m.origin_seqs
+        from window_at_most_once m
+    )
+    select a.tenant, a.event_type, a.reason, a.type_seqs, a.origin_seqs
+    from answer a
+    where not pg_catalog.isempty(coalesce(a.type_seqs, a.origin_seqs))
+    order by a.type_seqs is null, a.tenant nulls first, a.event_type, a.reason;
+end
+$$;

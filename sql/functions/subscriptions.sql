@@ -1,1 +1,99 @@
--- subscriptions: (being written)
+-- subscriptions: on a consumer, the event types this service consumes, from one named origin or
+-- from any origin ('*'). Set by the application or operator at start; read by the inbox (its
+-- JetStream filter subjects) and by verification, which compares only subscribed types.
+
+-- _subscription_origin validates the origin a caller gave and returns the key it is stored
+-- under: null or '*' means any origin ('*'); a name must be a service name and not this
+-- service's own (a service never consumes its own events as copies).
+create function streamseal._subscription_origin(caller text, origin text)
+returns text
+language plpgsql
+stable
+set search_path = ''
+as $$
+declare
+    self text;
+begin
+    if _subscription_origin.origin is null or _subscription_origin.origin = '*' then
+        return '*';
+    end if;
+    if _subscription_origin.origin !~ '^[a-z][a-z0-9-]{0,62}$' then
+        raise exception '%: origin % is invalid: expected a service name [a-z][a-z0-9-]{0,62}, or null for any origin',
+            _subscription_origin.caller, pg_catalog.quote_literal(_subscription_origin.origin)
+            using errcode = '22023';
+    end if;
+    -- Checked only once the database knows its name: subscriptions may be set up before it.
+    select s.name into self from streamseal.service s;
+    if _subscription_origin.origin = self then
+        raise exception '%: origin "%" is this service: a service does not subscribe to its own events',
+            _subscription_origin.caller, _subscription_origin.origin
+            using errcode = '22023';
+    end if;
+    return _subscription_origin.origin;
+end
+$$;
+
+-- subscribe records that this service consumes event_types from origin (null: from any origin)
+-- and returns how many subscriptions it added: subscribing again adds nothing (idempotent).
+create function streamseal.subscribe(event_types text[], origin text default null)
+returns integer
+language plpgsql
+volatile
+set search_path = ''
+as $$
+declare
+    stored_origin text := streamseal._subscription_origin('subscribe', subscribe.origin);
+    problem text := streamseal._list_problem(subscribe.event_types);
+    added integer;
+begin
+    if problem is not null then
+        raise exception 'subscribe: a subscription must name its event types: %', problem
+            using errcode = '22023';
+    end if;
+    insert into streamseal.subscriptions (origin, event_type)
+    select distinct stored_origin, t.event_type
+    from pg_catalog.unnest(subscribe.event_types) as t(event_type)
+    on conflict on constraint subscriptions_pkey do nothing;
+    get diagnostics added = row_count;
+    return added;
+end
+$$;
+
+-- unsubscribe removes the subscriptions of event_types under exactly that origin key (null: the
+-- any-origin rows only; a subscription to a named origin stays until unsubscribed by name) and
+-- returns how many it removed.
+create function streamseal.unsubscribe(event_types text[], origin text default null)
+returns integer
+language plpgsql
+volatile
+set search_path = ''
+as $$
+declare
+    stored_origin text := streamseal._subscription_origin('unsubscribe', unsubscribe.origin);
+    problem text := streamseal._list_problem(unsubscribe.event_types);
+    removed integer;
+begin
+    if problem is not null then
+        raise exception 'unsubscribe: an unsubscription must name its event types: %', problem
+            using errcode = '22023';
+    end if;
+    delete from streamseal.subscriptions s
+    where s.origin = stored_origin
+      and s.event_type = any (unsubscribe.event_types);
+    get diagnostics removed = row_count;
+    return removed;
+end
+$$;
+
+-- subscribed says whether this service consumes event_type from origin: a subscription to that
+-- origin or to any origin ('*') exists. Null arguments answer false: an event always has both.
+create function streamseal.subscribed(origin text, event_type text)
+returns boolean
+language sql
+stable
+set search_path = ''
+as $$
+    select subscribed.origin is not null and subscribed.event_type is not null and exists (
+        select from streamseal.subscriptions s
+        where s.origin in (subscribed.origin, '*') and s.event_type = subscribed.event_type)
+$$;

@@ -1,0 +1,221 @@
+// Package inbox consumes other origins' events from JetStream into this service's store: a
+// durable consumer over the subjects of the types this service subscribes to (the
+// subscriptions table), batches into streamseal.ingest, acks only after commit. A message that
+// cannot be stored is recorded in inbox_rejects with the reason and then terminated, never
+// dropped silently. Identity rules live in SQL (ingest); this package only moves bytes.
+package inbox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/streamseal/streamseal/controlplane/store"
+	"github.com/streamseal/streamseal/controlplane/wire"
+)
+
+// Suppress is the fault injector at the receive seam: when it returns true the delivery is
+// acknowledged and not stored, exactly like a receive-boundary defect that loses an event.
+type Suppress func(e store.EventCopy) bool
+
+// Inbox is one service's event consumer. Zero tuning fields take defaults.
+type Inbox struct {
+	Pool    *pgxpool.Pool
+	JS      jetstream.JetStream
+	Service string
+	Logger  *slog.Logger
+	// Batch caps messages fetched and ingested per transaction. Default 500.
+	Batch int
+	// Suppress, when set, drops chosen deliveries (tests and the demo inject loss here).
+	Suppress Suppress
+
+	received, stored, suppressed, rejected atomic.Int64
+}
+
+// Counts is what the inbox has seen since it started.
+type Counts struct {
+	Received, Stored, Suppressed, Rejected int64
+}
+
+// Counts returns the inbox's counters (a test witness, and later metrics).
+func (in *Inbox) Counts() Counts {
+	return Counts{in.received.Load(), in.stored.Load(), in.suppressed.Load(), in.rejected.Load()}
+}
+
+// Run consumes until ctx ends. With no subscriptions it returns at once: nothing to consume.
+func (in *Inbox) Run(ctx context.Context) error {
+	if in.Batch <= 0 {
+		in.Batch = 500
+	}
+	if in.Logger == nil {
+		in.Logger = slog.Default()
+	}
+	filters, err := in.filters(ctx)
+	if err != nil {
+		return err
+	}
+	if len(filters) == 0 {
+		in.Logger.Info("inbox: no subscriptions, nothing to consume")
+		return nil
+	}
+	cons, err := in.JS.CreateOrUpdateConsumer(ctx, wire.EventsStream, jetstream.ConsumerConfig{
+		Durable:        "streamseal-inbox-" + in.Service,
+		FilterSubjects: filters,
+		AckPolicy:      jetstream.AckExplicitPolicy,
+		AckWait:        time.Minute,
+		MaxAckPending:  in.Batch * 4,
+		DeliverPolicy:  jetstream.DeliverAllPolicy,
+	})
+	if err != nil {
+		return fmt.Errorf("inbox consumer for %s: %w", in.Service, err)
+	}
+	for ctx.Err() == nil {
+		batch, err := cons.Fetch(in.Batch, jetstream.FetchMaxWait(time.Second))
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			in.Logger.Warn("inbox: fetch failed", "err", err)
+			sleep(ctx, time.Second)
+			continue
+		}
+		var msgs []jetstream.Msg
+		for m := range batch.Messages() {
+			msgs = append(msgs, m)
+		}
+		if len(msgs) > 0 {
+			if err := in.store(ctx, msgs); err != nil {
+				if ctx.Err() != nil {
+					return nil
+				}
+				in.Logger.Warn("inbox: batch not stored, will be redelivered", "err", err, "messages", len(msgs))
+				for _, m := range msgs {
+					_ = m.NakWithDelay(time.Second)
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// filters derives the JetStream filter subjects from the subscriptions table.
+func (in *Inbox) filters(ctx context.Context) ([]string, error) {
+	rows, err := in.Pool.Query(ctx, "select origin, event_type from streamseal.subscriptions order by 1, 2")
+	if err != nil {
+		return nil, fmt.Errorf("read subscriptions: %w", err)
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var origin, eventType string
+		if err := rows.Scan(&origin, &eventType); err != nil {
+			return nil, err
+		}
+		out = append(out, wire.EventFilter(origin, eventType))
+	}
+	return out, rows.Err()
+}
+
+// store ingests one fetched batch in one transaction and acks after commit. Own events and
+// suppressed deliveries are acked without storing; undecodable messages are recorded and
+// terminated. If the batch as a whole is refused, each message is retried alone so one bad
+// event is isolated instead of blocking the rest.
+func (in *Inbox) store(ctx context.Context, msgs []jetstream.Msg) error {
+	var copies []store.EventCopy
+	var keep []jetstream.Msg
+	for _, m := range msgs {
+		in.received.Add(1)
+		e, err := wire.DecodeEvent(m.Headers(), m.Data())
+		if err != nil {
+			if err := in.reject(ctx, m, nil, err.Error()); err != nil {
+				return err
+			}
+			continue
+		}
+		if e.Origin == in.Service {
+			_ = m.Ack() // our own events come back on the shared subjects: not a copy
+			continue
+		}
+		if in.Suppress != nil && in.Suppress(e) {
+			in.suppressed.Add(1)
+			_ = m.Ack()
+			continue
+		}
+		copies = append(copies, e)
+		keep = append(keep, m)
+	}
+	if len(copies) == 0 {
+		return nil
+	}
+	if _, err := store.Ingest(ctx, in.Pool, copies); err != nil {
+		if !errors.Is(err, store.ErrInvalidInput) && !isConstraintError(err) {
+			return err
+		}
+		return in.storeOneByOne(ctx, copies, keep)
+	}
+	in.stored.Add(int64(len(copies)))
+	for _, m := range keep {
+		_ = m.Ack()
+	}
+	return nil
+}
+
+func (in *Inbox) storeOneByOne(ctx context.Context, copies []store.EventCopy, msgs []jetstream.Msg) error {
+	for i, e := range copies {
+		_, err := store.Ingest(ctx, in.Pool, []store.EventCopy{e})
+		switch {
+		case err == nil:
+			in.stored.Add(1)
+			_ = msgs[i].Ack()
+		case errors.Is(err, store.ErrInvalidInput) || isConstraintError(err):
+			if err := in.reject(ctx, msgs[i], &e, err.Error()); err != nil {
+				return err
+			}
+		default:
+			return err
+		}
+	}
+	return nil
+}
+
+// reject records a message that cannot be stored, then terminates it on the wire.
+func (in *Inbox) reject(ctx context.Context, m jetstream.Msg, e *store.EventCopy, reason string) error {
+	var origin, eventID any
+	if e != nil {
+		origin, eventID = e.Origin, e.EventID
+	}
+	headers := map[string]string{}
+	for k := range m.Headers() {
+		headers[k] = m.Headers().Get(k)
+	}
+	if _, err := in.Pool.Exec(ctx, `
+		insert into streamseal.inbox_rejects (subject, origin, event_id, reason, headers, payload)
+		values ($1, $2, $3, $4, $5, $6)`, m.Subject(), origin, eventID, reason, headers, m.Data()); err != nil {
+		return fmt.Errorf("record rejected message: %w", err)
+	}
+	in.rejected.Add(1)
+	in.Logger.Error("inbox: message rejected and recorded", "subject", m.Subject(), "reason", reason)
+	_ = m.Term()
+	return nil
+}
+
+func sleep(ctx context.Context, d time.Duration) {
+	select {
+	case <-ctx.Done():
+	case <-time.After(d):
+	}
+}
+
+// isConstraintError reports a refusal by a table constraint (SQLSTATE class 23): the batch is
+// wrong, not the database.
+func isConstraintError(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && len(pgErr.Code) == 5 && pgErr.Code[:2] == "23"
+}

@@ -1,0 +1,339 @@
+// Package redelivery is the origin side of repair: it serves redelivery requests arriving on
+// this service's control inbox. It authorizes (grants and named tenants, in SQL), pages the
+// selection (streamseal.select_redelivery, keyset by stream and version), bundles each stream's
+// ordered slice under count and byte caps with raw payload bytes, ships the bundles to the
+// requester, and ends with a summary naming what cannot be served. One build at a time per
+// process; requests beyond the queue stay on the broker.
+package redelivery
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/streamseal/streamseal/controlplane/store"
+	"github.com/streamseal/streamseal/controlplane/wire"
+)
+
+// Limits bound what one request may cost the origin (the proposal's pump options).
+type Limits struct {
+	MaxEventsPerRequest int // hard clamp of a requester's max (default 10000)
+	PageSize            int // events selected per keyset page (default 500)
+	MaxBundleEvents     int // events per bundle (default 500)
+	MaxBundleBytes      int // payload bytes per bundle; a larger single event ships alone (default 192000)
+}
+
+// DefaultLimits are the production defaults.
+var DefaultLimits = Limits{MaxEventsPerRequest: 10000, PageSize: 500, MaxBundleEvents: 500, MaxBundleBytes: 192000}
+
+// Server serves redelivery requests for one service.
+type Server struct {
+	Pool    *pgxpool.Pool
+	JS      jetstream.JetStream
+	Service string
+	Limits  Limits
+	Logger  *slog.Logger
+	// OnBuild, when set, observes each build starting ("start") and ending ("end").
+	OnBuild func(requestID, phase string)
+
+	queue            chan request
+	refused, shipped atomic.Int64
+	requestsReceived atomic.Int64
+}
+
+type request struct {
+	from string
+	req  wire.RedeliveryRequest
+}
+
+// Counts: requests received and refused, events shipped.
+func (s *Server) Counts() (received, refused, shipped int64) {
+	return s.requestsReceived.Load(), s.refused.Load(), s.shipped.Load()
+}
+
+// Register installs the request handler on control. Call before control.Run, then Run.
+func (s *Server) Register(control *wire.Control) {
+	s.queue = make(chan request, 16)
+	control.Handle(wire.KindRedeliveryRequest, s.enqueue)
+}
+
+// enqueue accepts a request into the build queue; a full queue leaves it on the broker.
+func (s *Server) enqueue(ctx context.Context, env wire.Envelope, _ []byte) error {
+	var req wire.RedeliveryRequest
+	if err := decodeBody(env, &req); err != nil {
+		s.refuse(env.From, req, err.Error())
+		return nil
+	}
+	s.requestsReceived.Add(1)
+	select {
+	case s.queue <- request{from: env.From, req: req}:
+		return nil
+	default:
+		return errors.New("redelivery queue full: the request stays on the broker")
+	}
+}
+
+// Run builds queued requests one at a time until ctx ends.
+func (s *Server) Run(ctx context.Context) error {
+	if s.Logger == nil {
+		s.Logger = slog.Default()
+	}
+	s.fillLimits()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case r := <-s.queue:
+			if err := s.build(ctx, r.from, r.req); err != nil && ctx.Err() == nil {
+				s.Logger.Error("redelivery: build failed", "request", r.req.RequestID, "requester", r.from, "err", err)
+			}
+		}
+	}
+}
+
+func (s *Server) fillLimits() {
+	d := DefaultLimits
+	if s.Limits.MaxEventsPerRequest <= 0 {
+		s.Limits.MaxEventsPerRequest = d.MaxEventsPerRequest
+	}
+	if s.Limits.PageSize <= 0 {
+		s.Limits.PageSize = d.PageSize
+	}
+	if s.Limits.MaxBundleEvents <= 0 {
+		s.Limits.MaxBundleEvents = d.MaxBundleEvents
+	}
+	if s.Limits.MaxBundleBytes <= 0 {
+		s.Limits.MaxBundleBytes = d.MaxBundleBytes
+	}
+}
+
+// build serves one request: authorize, page, bundle, ship, summarize.
+func (s *Server) build(ctx context.Context, requester string, req wire.RedeliveryRequest) error {
+	if s.OnBuild != nil {
+		s.OnBuild(req.RequestID, "start")
+		defer s.OnBuild(req.RequestID, "end")
+	}
+	if reason, err := s.authorize(ctx, requester, req); err != nil {
+		return err
+	} else if reason != "" {
+		s.refuse(requester, req, reason)
+		return nil
+	}
+	limit := req.MaxEvents
+	if limit <= 0 || limit > s.Limits.MaxEventsPerRequest {
+		limit = s.Limits.MaxEventsPerRequest
+	}
+	start := time.Now()
+	summary := wire.RedeliverySummary{RequestID: req.RequestID, Origin: s.Service}
+	b := &bundler{server: s, ctx: ctx, requester: requester, req: req}
+	var afterStream *string
+	var afterVersion *int64
+	for summary.Shipped < limit {
+		want := min(s.Limits.PageSize, limit-summary.Shipped)
+		page, err := s.selectPage(ctx, req, afterStream, afterVersion, want)
+		if err != nil {
+			return err
+		}
+		for _, e := range page {
+			if err := b.add(e); err != nil {
+				return err
+			}
+		}
+		summary.Shipped += len(page)
+		if len(page) < want {
+			break // the selection is exhausted
+		}
+		last := page[len(page)-1]
+		afterStream, afterVersion = &last.StreamID, &last.StreamVersion
+	}
+	if summary.Shipped >= limit {
+		more, err := s.selectPage(ctx, req, afterStream, afterVersion, 1)
+		if err != nil {
+			return err
+		}
+		summary.Truncated = len(more) > 0
+	}
+	if err := b.flush(); err != nil {
+		return err
+	}
+	summary.Bundles = b.bundles
+	unservable, err := s.unservable(ctx, req)
+	if err != nil {
+		return err
+	}
+	summary.Unservable = unservable
+	s.shipped.Add(int64(summary.Shipped))
+	env, err := wire.NewEnvelope(wire.KindRedeliverySummary, s.Service, requester, summary)
+	if err != nil {
+		return err
+	}
+	if err := wire.Publish(ctx, s.JS, env, nil); err != nil {
+		return err
+	}
+	s.Logger.Info("redelivery: served", "request", req.RequestID, "requester", requester, "shipped", summary.Shipped,
+		"bundles", summary.Bundles, "truncated", summary.Truncated, "unservable", len(summary.Unservable),
+		"took", time.Since(start))
+	return nil
+}
+
+// authorize returns a refusal reason, or "" when the requester may receive everything it asks.
+func (s *Server) authorize(ctx context.Context, requester string, req wire.RedeliveryRequest) (string, error) {
+	if len(req.Tenants) == 0 {
+		return "the request names no tenant", nil
+	}
+	if len(req.Types) == 0 {
+		return "the request names no event type", nil
+	}
+	var ungranted []string
+	if err := s.Pool.QueryRow(ctx, "select streamseal.ungranted_types($1, $2)", requester, req.Types).Scan(&ungranted); err != nil {
+		if errors.Is(classify(err), store.ErrInvalidInput) {
+			return err.Error(), nil
+		}
+		return "", fmt.Errorf("check grants of %s: %w", requester, err)
+	}
+	if len(ungranted) > 0 {
+		return fmt.Sprintf("%s is not granted event types %s", requester, strings.Join(ungranted, ", ")), nil
+	}
+	return "", nil
+}
+
+func (s *Server) refuse(requester string, req wire.RedeliveryRequest, reason string) {
+	s.refused.Add(1)
+	s.Logger.Warn("redelivery: request refused, nothing sent", "request", req.RequestID, "requester", requester,
+		"reason", reason, "tenants", req.Tenants, "types", req.Types)
+}
+
+// selectPage reads the next keyset page of the request's selection.
+func (s *Server) selectPage(ctx context.Context, req wire.RedeliveryRequest, afterStream *string, afterVersion *int64, max int) ([]store.EventCopy, error) {
+	rows, err := s.Pool.Query(ctx, `
+		select event_id, origin_seq, type_seq, tenant, stream_id, stream_version, event_type, flags,
+		       payload, metadata, occurred_at
+		from streamseal.select_redelivery(
+		    tenants => $1, event_types => $2, streams => $3, from_seq => $4, to_seq => $5,
+		    type_seq_ranges => $6::int8multirange, after_stream => $7, after_version => $8,
+		    max_events => $9, cap => $10)`,
+		req.Tenants, req.Types, nilIfEmpty(req.Streams), req.FromSeq, req.ToSeq, multirange(req.TypeSeqRanges),
+		afterStream, afterVersion, max, s.Limits.MaxEventsPerRequest)
+	if err != nil {
+		return nil, fmt.Errorf("select redelivery page: %w", err)
+	}
+	return pgx.CollectRows(rows, func(row pgx.CollectableRow) (store.EventCopy, error) {
+		e := store.EventCopy{Origin: s.Service}
+		var id uuid.UUID
+		err := row.Scan(&id, &e.OriginSeq, &e.TypeSeq, &e.Tenant, &e.StreamID, &e.StreamVersion, &e.EventType,
+			&e.Flags, &e.Payload, &e.Metadata, &e.OccurredAt)
+		e.EventID = id
+		return e, err
+	})
+}
+
+// unservable asks SQL which requested sequences cannot be served.
+func (s *Server) unservable(ctx context.Context, req wire.RedeliveryRequest) ([]wire.Unservable, error) {
+	if req.FromSeq == nil && len(req.TypeSeqRanges) == 0 {
+		return nil, nil
+	}
+	rows, err := s.Pool.Query(ctx, `
+		select coalesce(tenant, ''), coalesce(event_type, ''), reason,
+		       array(select lower(r) from unnest(coalesce(type_seqs, '{}'::int8multirange)) r),
+		       array(select upper(r) from unnest(coalesce(type_seqs, '{}'::int8multirange)) r),
+		       array(select lower(r) from unnest(coalesce(origin_seqs, '{}'::int8multirange)) r),
+		       array(select upper(r) from unnest(coalesce(origin_seqs, '{}'::int8multirange)) r)
+		from streamseal.redelivery_unservable(tenants => $1, event_types => $2, from_seq => $3, to_seq => $4,
+		                                      type_seq_ranges => $5::int8multirange)`,
+		req.Tenants, req.Types, req.FromSeq, req.ToSeq, multirange(req.TypeSeqRanges))
+	if err != nil {
+		return nil, fmt.Errorf("find unservable sequences: %w", err)
+	}
+	return pgx.CollectRows(rows, func(row pgx.CollectableRow) (wire.Unservable, error) {
+		var u wire.Unservable
+		var tsLo, tsHi, osLo, osHi []int64
+		err := row.Scan(&u.Tenant, &u.Type, &u.Reason, &tsLo, &tsHi, &osLo, &osHi)
+		u.TypeSeqs, u.OriginSeqs = pairs(tsLo, tsHi), pairs(osLo, osHi)
+		return u, err
+	})
+}
+
+// bundler accumulates one stream's ordered events and ships a bundle at each cap or stream change.
+type bundler struct {
+	server    *Server
+	ctx       context.Context
+	requester string
+	req       wire.RedeliveryRequest
+	current   wire.Bundle
+	payloads  []byte
+	bundles   int
+}
+
+func (b *bundler) add(e store.EventCopy) error {
+	limits := b.server.Limits
+	if len(b.current.Events) > 0 && (e.StreamID != b.current.StreamID ||
+		len(b.current.Events) >= limits.MaxBundleEvents ||
+		len(b.payloads)+len(e.Payload) > limits.MaxBundleBytes) {
+		if err := b.flush(); err != nil {
+			return err
+		}
+	}
+	if len(b.current.Events) == 0 {
+		b.current = wire.Bundle{RequestID: b.req.RequestID, Origin: b.server.Service, StreamID: e.StreamID, StateOnly: b.req.StateOnly}
+	}
+	b.current.Events = append(b.current.Events, wire.BundleEvent{
+		ID: e.EventID, OriginSeq: e.OriginSeq, TypeSeq: e.TypeSeq, Tenant: e.Tenant, Type: e.EventType,
+		Version: e.StreamVersion, Flags: int32(e.Flags), Len: len(e.Payload), Metadata: string(e.Metadata),
+		OccurredAt: e.OccurredAt,
+	})
+	b.payloads = append(b.payloads, e.Payload...)
+	return nil
+}
+
+func (b *bundler) flush() error {
+	if len(b.current.Events) == 0 {
+		return nil
+	}
+	env, err := wire.NewEnvelope(wire.KindRedeliveryBundle, b.server.Service, b.requester, b.current)
+	if err != nil {
+		return err
+	}
+	if err := wire.Publish(b.ctx, b.server.JS, env, b.payloads); err != nil {
+		return err
+	}
+	b.bundles++
+	b.current, b.payloads = wire.Bundle{}, nil
+	return nil
+}
+
+// multirange renders [lo, hi) pairs as an int8multirange literal, or nil for none.
+func multirange(ranges [][2]int64) any {
+	if len(ranges) == 0 {
+		return nil
+	}
+	parts := make([]string, len(ranges))
+	for i, r := range ranges {
+		parts[i] = "[" + strconv.FormatInt(r[0], 10) + "," + strconv.FormatInt(r[1], 10) + ")"
+	}
+	return "{" + strings.Join(parts, ",") + "}"
+}
+
+func pairs(lo, hi []int64) [][2]int64 {
+	var out [][2]int64
+	for i := range lo {
+		out = append(out, [2]int64{lo[i], hi[i]})
+	}
+	return out
+}
+
+func nilIfEmpty(s []string) any {
+	if len(s) == 0 {
+		return nil
+	}
+	return s
+}

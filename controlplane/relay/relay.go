@@ -1,0 +1,197 @@
+// Package relay publishes this service's stamped events to JetStream in origin_seq order, one
+// active relay per service across replicas (a session advisory lock elects it). It owns the
+// relay_state cursor and nothing else: what is published, and in which order, SQL decides.
+//
+// After a crash the relay resumes above the cursor, which only ever records what JetStream
+// acknowledged: it never skips. Events published but not yet recorded are published again;
+// JetStream drops them by message id within its duplicate window and ingest skips them after.
+package relay
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/streamseal/streamseal/controlplane/store"
+	"github.com/streamseal/streamseal/controlplane/wire"
+)
+
+// leaderLock is the session advisory lock the active relay of a database holds.
+const leaderLock = "streamseal.relay"
+
+// Relay is one replica's relay loop. Zero tuning fields take defaults.
+type Relay struct {
+	Pool   *pgxpool.Pool
+	JS     jetstream.JetStream
+	Logger *slog.Logger
+	// Batch caps the events read and published per round. Default 500.
+	Batch int
+	// PollInterval is the failsafe wake-up without a stamp notification. Default 1s.
+	PollInterval time.Duration
+	// OnPublished, when set, observes each acknowledged batch (its last origin_seq).
+	OnPublished func(through int64)
+}
+
+func (r *Relay) defaults() {
+	if r.Batch <= 0 {
+		r.Batch = 500
+	}
+	if r.PollInterval <= 0 {
+		r.PollInterval = time.Second
+	}
+	if r.Logger == nil {
+		r.Logger = slog.Default()
+	}
+}
+
+// Run relays until ctx ends. A replica that does not hold the leader lock waits for it.
+func (r *Relay) Run(ctx context.Context) error {
+	r.defaults()
+	for ctx.Err() == nil {
+		err := r.lead(ctx)
+		if ctx.Err() != nil {
+			return nil
+		}
+		r.Logger.Warn("relay: restarting", "err", err)
+		sleep(ctx, r.PollInterval)
+	}
+	return nil
+}
+
+// lead takes the leader lock on a dedicated connection (held for the connection's life, so a
+// crashed leader's lock frees itself) and relays while it holds it.
+func (r *Relay) lead(ctx context.Context) error {
+	pooled, err := r.Pool.Acquire(ctx)
+	if err != nil {
+		return fmt.Errorf("acquire relay connection: %w", err)
+	}
+	conn := pooled.Hijack()
+	defer conn.Close(context.WithoutCancel(ctx))
+	for {
+		var leader bool
+		if err := conn.QueryRow(ctx, "select pg_try_advisory_lock(hashtextextended($1, 0))", leaderLock).Scan(&leader); err != nil {
+			return fmt.Errorf("try relay leader lock: %w", err)
+		}
+		if leader {
+			break
+		}
+		sleep(ctx, r.PollInterval)
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+	}
+	r.Logger.Info("relay: leading")
+	if _, err := conn.Exec(ctx, "listen streamseal_stamped"); err != nil {
+		return fmt.Errorf("listen streamseal_stamped: %w", err)
+	}
+	for {
+		for {
+			n, err := r.publishBatch(ctx)
+			if err != nil {
+				return err
+			}
+			if n < r.Batch {
+				break
+			}
+		}
+		if err := waitNotification(ctx, conn, r.PollInterval); err != nil {
+			return err
+		}
+	}
+}
+
+// publishBatch publishes the next events above the cursor and advances the cursor to the last
+// one JetStream acknowledged in order. It returns how many it read.
+func (r *Relay) publishBatch(ctx context.Context) (int, error) {
+	events, err := r.next(ctx)
+	if err != nil || len(events) == 0 {
+		return 0, err
+	}
+	futures := make([]jetstream.PubAckFuture, len(events))
+	for i, e := range events {
+		if futures[i], err = r.JS.PublishMsgAsync(wire.EventMessage(e)); err != nil {
+			return 0, fmt.Errorf("publish event %s (origin_seq %d): %w", e.EventID, e.OriginSeq, err)
+		}
+	}
+	acked := int64(0)
+	var failed error
+	for i, f := range futures {
+		select {
+		case <-f.Ok():
+			if failed == nil {
+				acked = events[i].OriginSeq
+			}
+		case err := <-f.Err():
+			if failed == nil {
+				failed = fmt.Errorf("publish event origin_seq %d: %w", events[i].OriginSeq, err)
+			}
+		case <-ctx.Done():
+			return 0, ctx.Err()
+		}
+	}
+	if acked > 0 {
+		if _, err := r.Pool.Exec(ctx, `
+			update streamseal.relay_state set published_through = greatest(published_through, $1), updated_at = now()`, acked); err != nil {
+			return 0, fmt.Errorf("record relay cursor %d: %w", acked, err)
+		}
+		if r.OnPublished != nil {
+			r.OnPublished(acked)
+		}
+	}
+	if failed != nil {
+		return 0, failed
+	}
+	return len(events), nil
+}
+
+// next reads the stamped own events above the cursor, in origin_seq order. Everything up to
+// stamp_state.last_origin_seq is committed (a stamp batch commits whole), so no later commit
+// can appear below what this read returns.
+func (r *Relay) next(ctx context.Context) ([]store.EventCopy, error) {
+	rows, err := r.Pool.Query(ctx, `
+		select e.event_id, e.origin, e.origin_seq, e.type_seq, e.tenant, e.stream_id, e.stream_version,
+		       e.event_type, e.flags, e.payload, e.metadata, e.occurred_at
+		from streamseal.events e
+		where e.origin = streamseal.service_name()
+		  and e.origin_seq > (select published_through from streamseal.relay_state)
+		order by e.origin_seq
+		limit $1`, r.Batch)
+	if err != nil {
+		return nil, fmt.Errorf("read events to relay: %w", err)
+	}
+	return pgx.CollectRows(rows, func(row pgx.CollectableRow) (store.EventCopy, error) {
+		var e store.EventCopy
+		var id uuid.UUID
+		err := row.Scan(&id, &e.Origin, &e.OriginSeq, &e.TypeSeq, &e.Tenant, &e.StreamID, &e.StreamVersion,
+			&e.EventType, &e.Flags, &e.Payload, &e.Metadata, &e.OccurredAt)
+		e.EventID = id
+		return e, err
+	})
+}
+
+func waitNotification(ctx context.Context, conn *pgx.Conn, d time.Duration) error {
+	waitCtx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
+	_, err := conn.WaitForNotification(waitCtx)
+	switch {
+	case ctx.Err() != nil:
+		return ctx.Err()
+	case err == nil, errors.Is(err, context.DeadlineExceeded):
+		return nil
+	}
+	return fmt.Errorf("wait for stamped events: %w", err)
+}
+
+func sleep(ctx context.Context, d time.Duration) {
+	select {
+	case <-ctx.Done():
+	case <-time.After(d):
+	}
+}

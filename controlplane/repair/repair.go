@@ -1,0 +1,148 @@
+// Package repair is the consumer side of redelivery: it asks an origin for events (directed to
+// the origin's control inbox), stores the bundles that come back through streamseal.ingest with
+// their identity intact, and reports each origin's summary. A bundle that is not internally
+// consistent (ids and payloads disagree, or it claims another origin's events) is refused whole.
+package repair
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync/atomic"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/streamseal/streamseal/controlplane/store"
+	"github.com/streamseal/streamseal/controlplane/wire"
+)
+
+// Receiver stores redelivered bundles and surfaces summaries for one service.
+type Receiver struct {
+	Pool    *pgxpool.Pool
+	Service string
+	Logger  *slog.Logger
+	// OnSummary, when set, observes every summary an origin sends this service.
+	OnSummary func(wire.RedeliverySummary)
+
+	bundles, stored, refused atomic.Int64
+}
+
+// Counts: bundles received, events newly stored from them, bundles refused.
+func (r *Receiver) Counts() (bundles, stored, refused int64) {
+	return r.bundles.Load(), r.stored.Load(), r.refused.Load()
+}
+
+// Register installs the bundle and summary handlers on control.
+func (r *Receiver) Register(control *wire.Control) {
+	if r.Logger == nil {
+		r.Logger = slog.Default()
+	}
+	control.Handle(wire.KindRedeliveryBundle, r.onBundle)
+	control.Handle(wire.KindRedeliverySummary, r.onSummary)
+}
+
+func (r *Receiver) onBundle(ctx context.Context, env wire.Envelope, attachment []byte) error {
+	r.bundles.Add(1)
+	copies, err := Unbundle(env, attachment)
+	if err != nil {
+		r.refused.Add(1)
+		return fmt.Errorf("%w: %v", wire.ErrPermanent, err)
+	}
+	added, err := store.Ingest(ctx, r.Pool, copies)
+	if err != nil {
+		if errors.Is(err, store.ErrInvalidInput) {
+			r.refused.Add(1)
+			return fmt.Errorf("%w: bundle from %s refused by ingest: %v", wire.ErrPermanent, env.From, err)
+		}
+		return err
+	}
+	r.stored.Add(int64(len(added)))
+	return nil
+}
+
+func (r *Receiver) onSummary(_ context.Context, env wire.Envelope, _ []byte) error {
+	var s wire.RedeliverySummary
+	if err := strictJSON(env.Body, &s); err != nil {
+		return fmt.Errorf("%w: summary from %s: %v", wire.ErrPermanent, env.From, err)
+	}
+	for _, u := range s.Unservable {
+		r.Logger.Warn("repair: origin cannot re-deliver", "origin", env.From, "request", s.RequestID,
+			"tenant", u.Tenant, "type", u.Type, "reason", u.Reason, "type_seqs", u.TypeSeqs, "origin_seqs", u.OriginSeqs)
+	}
+	r.Logger.Info("repair: redelivery finished", "origin", env.From, "request", s.RequestID, "shipped", s.Shipped,
+		"bundles", s.Bundles, "truncated", s.Truncated)
+	if r.OnSummary != nil {
+		r.OnSummary(s)
+	}
+	return nil
+}
+
+// Unbundle turns a bundle into copies with their original identity, refusing any bundle whose
+// events and attachment disagree or that carries another origin's events.
+func Unbundle(env wire.Envelope, attachment []byte) ([]store.EventCopy, error) {
+	var b wire.Bundle
+	if err := strictJSON(env.Body, &b); err != nil {
+		return nil, fmt.Errorf("bundle from %s: %w", env.From, err)
+	}
+	if b.Origin != env.From {
+		return nil, fmt.Errorf("bundle sent by %s claims origin %q: an origin re-delivers only its own lane", env.From, b.Origin)
+	}
+	if len(b.Events) == 0 {
+		return nil, fmt.Errorf("bundle from %s holds no events", env.From)
+	}
+	total := 0
+	for _, e := range b.Events {
+		if e.Len < 0 || e.Len > len(attachment) {
+			return nil, fmt.Errorf("bundle from %s: event %s claims %d payload bytes", env.From, e.ID, e.Len)
+		}
+		total += e.Len
+	}
+	if total != len(attachment) {
+		return nil, fmt.Errorf("bundle from %s: events claim %d payload bytes, attachment holds %d", env.From, total, len(attachment))
+	}
+	copies := make([]store.EventCopy, len(b.Events))
+	offset := 0
+	for i, e := range b.Events {
+		flags := store.Flags(e.Flags)
+		if b.StateOnly {
+			flags |= store.StateOnly
+		}
+		var metadata []byte
+		if e.Metadata != "" {
+			metadata = []byte(e.Metadata)
+		}
+		copies[i] = store.EventCopy{
+			EventID: e.ID, Origin: b.Origin, OriginSeq: e.OriginSeq, TypeSeq: e.TypeSeq, Tenant: e.Tenant,
+			StreamID: b.StreamID, StreamVersion: e.Version, EventType: e.Type, Flags: flags,
+			Payload: attachment[offset : offset+e.Len : offset+e.Len], Metadata: metadata, OccurredAt: e.OccurredAt,
+		}
+		offset += e.Len
+	}
+	return copies, nil
+}
+
+// Request sends a redelivery request from service to origin and returns its id.
+func Request(ctx context.Context, js jetstream.JetStream, service, origin string, req wire.RedeliveryRequest) (string, error) {
+	if req.RequestID == "" {
+		req.RequestID = uuid.NewString()
+	}
+	env, err := wire.NewEnvelope(wire.KindRedeliveryRequest, service, origin, req)
+	if err != nil {
+		return "", err
+	}
+	if err := wire.Publish(ctx, js, env, nil); err != nil {
+		return "", err
+	}
+	return req.RequestID, nil
+}
+
+func strictJSON(body []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	return dec.Decode(v)
+}

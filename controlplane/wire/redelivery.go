@@ -1,0 +1,67 @@
+package wire
+
+import (
+	"time"
+
+	"github.com/google/uuid"
+)
+
+// Redelivery bodies. Ranges are half-open [lo, hi) pairs.
+
+// RedeliveryRequest asks an origin to re-deliver part of its own lane to the sender. Filters are
+// conjunctive; Tenants and Types must be named (an origin serves only what a request names and
+// the requester is granted).
+type RedeliveryRequest struct {
+	RequestID     string     `json:"request_id"`
+	Tenants       []string   `json:"tenants"`
+	Types         []string   `json:"types"`
+	Streams       []string   `json:"streams,omitempty"`
+	FromSeq       *int64     `json:"from_seq,omitempty"`
+	ToSeq         *int64     `json:"to_seq,omitempty"`
+	TypeSeqRanges [][2]int64 `json:"type_seq_ranges,omitempty"`
+	MaxEvents     int        `json:"max_events"`
+	StateOnly     bool       `json:"state_only,omitempty"`
+}
+
+// BundleEvent is one event of a bundle; its payload is the next Len bytes of the attachment.
+type BundleEvent struct {
+	ID         uuid.UUID `json:"id"`
+	OriginSeq  int64     `json:"os"`
+	TypeSeq    int64     `json:"ts"`
+	Tenant     string    `json:"tn"`
+	Type       string    `json:"ty"`
+	Version    int64     `json:"v"`
+	Flags      int32     `json:"f,omitempty"`
+	Len        int       `json:"len"`
+	Metadata   string    `json:"md,omitempty"`
+	OccurredAt time.Time `json:"at"`
+}
+
+// Bundle is one stream's ordered slice of a redelivery, payloads in the attachment.
+type Bundle struct {
+	RequestID string        `json:"request_id"`
+	Origin    string        `json:"origin"`
+	StreamID  string        `json:"stream_id"`
+	StateOnly bool          `json:"state_only,omitempty"`
+	Events    []BundleEvent `json:"events"`
+}
+
+// Unservable names requested sequences an origin cannot re-deliver, and why (absent: reaped or
+// closed or never existed; at_most_once; never_existed: above the origin's counter).
+type Unservable struct {
+	Tenant     string     `json:"tenant,omitempty"`
+	Type       string     `json:"type,omitempty"`
+	Reason     string     `json:"reason"`
+	TypeSeqs   [][2]int64 `json:"type_seqs,omitempty"`
+	OriginSeqs [][2]int64 `json:"origin_seqs,omitempty"`
+}
+
+// RedeliverySummary ends a redelivery: what was shipped and what cannot be.
+type RedeliverySummary struct {
+	RequestID  string       `json:"request_id"`
+	Origin     string       `json:"origin"`
+	Shipped    int          `json:"shipped"`
+	Bundles    int          `json:"bundles"`
+	Truncated  bool         `json:"truncated,omitempty"` // the origin's cap stopped it; ask again for the rest
+	Unservable []Unservable `json:"unservable,omitempty"`
+}
