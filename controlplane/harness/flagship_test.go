@@ -104,12 +104,12 @@ func settled(s *harness.Service) int64 {
 
 // storedRow is everything identity and payload fidelity cover (invariant 3).
 type storedRow struct {
-	EventID                 uuid.UUID
-	OriginSeq, TypeSeq      int64
-	Tenant, StreamID        string
-	StreamVersion           int64
-	EventType               string
-	Payload, Metadata       []byte
+	EventID            uuid.UUID
+	OriginSeq, TypeSeq int64
+	Tenant, StreamID   string
+	StreamVersion      int64
+	EventType          string
+	Payload, Metadata  []byte
 }
 
 func rowsOf(t *testing.T, pool *pgxpool.Pool, origin string) []storedRow {

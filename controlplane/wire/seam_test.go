@@ -137,4 +137,3 @@ func FuzzDecode(f *testing.F) {
 		}
 	})
 }
-
