@@ -2,9 +2,9 @@
 GO ?= go
 SQL_SUITES = $(shell find tests/sqltests -name '*.test.sql' | sort)
 
-.PHONY: test vet gotest sqltest demo bench build
+.PHONY: test vet gotest fuzz sqltest demo bench build
 
-test: vet gotest sqltest
+test: vet gotest fuzz sqltest
 
 vet:
 	$(GO) vet ./...
@@ -12,6 +12,10 @@ vet:
 # -race everywhere: the stamper, the test harness and later the wire are concurrent.
 gotest:
 	$(GO) test -race -count=1 ./...
+
+# A short fuzzing budget for the wire's envelope decoder on every run.
+fuzz:
+	$(GO) test -run '^$$' -fuzz FuzzDecode -fuzztime 10s -fuzzminimizetime 100x ./controlplane/wire/
 
 # pgTAP suites against a fresh, fully migrated database on a throwaway cluster.
 sqltest:

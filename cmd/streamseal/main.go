@@ -12,14 +12,20 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
+	"time"
+
+	"github.com/google/uuid"
 
 	"github.com/streamseal/streamseal/controlplane/bench"
 	"github.com/streamseal/streamseal/controlplane/demo"
 	"github.com/streamseal/streamseal/controlplane/migrate"
+	"github.com/streamseal/streamseal/controlplane/node"
+	"github.com/streamseal/streamseal/controlplane/repair"
 	"github.com/streamseal/streamseal/controlplane/scratchdb"
-	"github.com/streamseal/streamseal/controlplane/stamper"
 	"github.com/streamseal/streamseal/controlplane/store"
+	"github.com/streamseal/streamseal/controlplane/wire"
 )
 
 const usage = `streamseal: anti-entropy and repair for event-driven services on PostgreSQL
@@ -28,7 +34,8 @@ usage: streamseal <command> [flags]
 
 commands:
   migrate   apply migrations and re-install the SQL functions (idempotent)
-  run       run the control plane for one service database (today: the commit-order stamper)
+  run       run the control plane of one service: stamper, relay, inbox, redelivery
+  repair    ask an origin to re-deliver events and show progress until they are stored
   demo      a walk-through on a throwaway database: append, stamp, digests, verification
   bench     run a benchmark: bench write|epochs [--quick]
 
@@ -64,6 +71,7 @@ func dispatch(ctx context.Context, args []string, out io.Writer) error {
 		"run":     cmdRun,
 		"demo":    cmdDemo,
 		"bench":   cmdBench,
+		"repair":  cmdRepair,
 	}
 	cmd, ok := commands[args[0]]
 	if !ok {
@@ -124,6 +132,11 @@ func cmdRun(ctx context.Context, args []string, out io.Writer) error {
 	fs := newFlags("run")
 	databaseURL := databaseURLFlag(fs, "the service database")
 	service := fs.String("service", os.Getenv("STREAMSEAL_SERVICE"), "this service's name, [a-z][a-z0-9-]{0,62}; set once per database (env STREAMSEAL_SERVICE)")
+	natsURL := natsURLFlag(fs)
+	natsDir := fs.String("nats-data-dir", envOr("STREAMSEAL_NATS_DATA_DIR", "streamseal-nats"), "JetStream data dir of the embedded NATS server started when --nats-url is empty (env STREAMSEAL_NATS_DATA_DIR)")
+	consumes := fs.String("consumes", os.Getenv("STREAMSEAL_CONSUMES"), "comma-separated event types this service consumes, from any origin; added to streamseal.subscriptions (env STREAMSEAL_CONSUMES)")
+	var grants grantFlags
+	fs.Var(&grants, "grant", "service=type1,type2: let service receive these event types in redelivery (repeatable; added to streamseal.grants)")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -145,9 +158,134 @@ func cmdRun(ctx context.Context, args []string, out io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("%w (pass --service)", err)
 	}
-	slog.Info("streamseal run: control plane started", "service", name)
-	loop := &stamper.Loop{Pool: pool}
-	return loop.Run(ctx)
+	if types := splitList(*consumes); len(types) > 0 {
+		if _, err := pool.Exec(ctx, "select streamseal.subscribe($1)", types); err != nil {
+			return fmt.Errorf("--consumes: %w", err)
+		}
+	}
+	for grantee, types := range grants {
+		if _, err := pool.Exec(ctx, "select streamseal.grant_redelivery($1, $2)", grantee, types); err != nil {
+			return fmt.Errorf("--grant %s: %w", grantee, err)
+		}
+	}
+	url := *natsURL
+	if url == "" {
+		embedded, err := wire.StartEmbedded(*natsDir)
+		if err != nil {
+			return err
+		}
+		defer embedded.Shutdown()
+		url = embedded.URL()
+		slog.Info("streamseal run: embedded NATS started", "url", url, "data_dir", *natsDir)
+	}
+	nc, err := wire.Connect(url, name, slog.Default())
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+	n, err := node.New(node.Config{Service: name, Pool: pool, NC: nc})
+	if err != nil {
+		return err
+	}
+	if err := n.Start(ctx); err != nil {
+		return err
+	}
+	slog.Info("streamseal run: control plane started", "service", name, "nats", url)
+	n.Wait()
+	return n.Err()
+}
+
+func cmdRepair(ctx context.Context, args []string, out io.Writer) error {
+	fs := newFlags("repair")
+	databaseURL := databaseURLFlag(fs, "this (consumer) service's database")
+	natsURL := natsURLFlag(fs)
+	origin := fs.String("origin", "", "the origin to ask (required)")
+	types := fs.String("types", "", "comma-separated event types (required)")
+	tenant := fs.String("tenant", "", "comma-separated tenants (required; use '' quoting for the empty tenant)")
+	from := fs.Int64("from", 0, "first origin_seq of the window (inclusive; 0 = from the start)")
+	to := fs.Int64("to", 0, "end of the window (exclusive; 0 = no end)")
+	maxEvents := fs.Int("max-events", 10000, "the most events to ask for (the origin clamps to its own cap)")
+	stateOnly := fs.Bool("state-only", false, "mark the re-delivered events state-only (backfill: build state, fire no triggers)")
+	timeout := fs.Duration("timeout", 10*time.Minute, "give up after this long")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	switch {
+	case *databaseURL == "", *natsURL == "", !wire.ValidServiceName(*origin), *types == "", *tenant == "":
+		fmt.Fprintln(os.Stderr, "streamseal repair: --database-url, --nats-url, --origin, --types and --tenant are required")
+		return errUsage
+	case *from < 0 || *to < 0 || (*to > 0 && *to <= *from):
+		fmt.Fprintf(os.Stderr, "streamseal repair: window [%d, %d) is invalid: expected 0 <= from < to\n", *from, *to)
+		return errUsage
+	case *maxEvents < 1:
+		fmt.Fprintf(os.Stderr, "streamseal repair: --max-events %d is invalid: expected >= 1\n", *maxEvents)
+		return errUsage
+	}
+	pool, err := store.Open(ctx, *databaseURL)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	service, err := store.ServiceName(ctx, pool)
+	if err != nil {
+		return err
+	}
+	nc, err := wire.Connect(*natsURL, service+"-repair", slog.Default())
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+	req := wire.RedeliveryRequest{RequestID: uuid.NewString(), Tenants: splitList(*tenant), Types: splitList(*types),
+		MaxEvents: *maxEvents, StateOnly: *stateOnly}
+	if *from > 0 {
+		req.FromSeq = from
+	}
+	if *to > 0 {
+		req.ToSeq = to
+	}
+	ctx, cancel := context.WithTimeout(ctx, *timeout)
+	defer cancel()
+	op := &repair.Operator{Pool: pool, NC: nc, Service: service, Out: out, Terminal: repair.IsTerminal(os.Stdout)}
+	_, err = op.Run(ctx, *origin, req)
+	return err
+}
+
+func natsURLFlag(fs *flag.FlagSet) *string {
+	return fs.String("nats-url", os.Getenv("STREAMSEAL_NATS_URL"), "NATS server URL (env STREAMSEAL_NATS_URL)")
+}
+
+func envOr(key, fallback string) string {
+	if v := os.Getenv(key); v != "" {
+		return v
+	}
+	return fallback
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, part := range strings.Split(s, ",") {
+		if part = strings.TrimSpace(part); part != "" {
+			out = append(out, part)
+		}
+	}
+	return out
+}
+
+// grantFlags collects repeated --grant service=type1,type2 flags.
+type grantFlags map[string][]string
+
+func (g *grantFlags) String() string { return fmt.Sprint(map[string][]string(*g)) }
+
+func (g *grantFlags) Set(v string) error {
+	service, types, ok := strings.Cut(v, "=")
+	if !ok || !wire.ValidServiceName(service) || len(splitList(types)) == 0 {
+		return fmt.Errorf("%q is not service=type1,type2", v)
+	}
+	if *g == nil {
+		*g = grantFlags{}
+	}
+	(*g)[service] = append((*g)[service], splitList(types)...)
+	return nil
 }
 
 func cmdDemo(ctx context.Context, args []string, out io.Writer) error {

@@ -1,0 +1,128 @@
+// Package node wires one service's control plane: the loops `streamseal run` starts (stamper,
+// relay, inbox, control endpoint with the redelivery server and the repair receiver) over one
+// database pool and one NATS connection. The harness starts several nodes in one process; the
+// run command starts one. It owns the wiring and the lifetimes, no rule of its own.
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/streamseal/streamseal/controlplane/inbox"
+	"github.com/streamseal/streamseal/controlplane/redelivery"
+	"github.com/streamseal/streamseal/controlplane/relay"
+	"github.com/streamseal/streamseal/controlplane/repair"
+	"github.com/streamseal/streamseal/controlplane/stamper"
+	"github.com/streamseal/streamseal/controlplane/wire"
+)
+
+// Config is what a node needs.
+type Config struct {
+	Service string
+	Pool    *pgxpool.Pool
+	NC      *nats.Conn
+	Logger  *slog.Logger
+	Limits  redelivery.Limits
+	// Suppress injects loss at the inbox's receive seam (tests and the demo only).
+	Suppress inbox.Suppress
+	// NoRelay leaves the relay to the caller (a test that kills and restarts it).
+	NoRelay bool
+}
+
+// Node is one service's running control plane.
+type Node struct {
+	Name       string
+	Pool       *pgxpool.Pool
+	NC         *nats.Conn
+	JS         jetstream.JetStream
+	Seam       *wire.Seam
+	Control    *wire.Control
+	Inbox      *inbox.Inbox
+	Relay      *relay.Relay
+	Redelivery *redelivery.Server
+	Repair     *repair.Receiver
+
+	noRelay bool
+	logger  *slog.Logger
+	cancel  context.CancelFunc
+	wg      sync.WaitGroup
+	errs    chan error
+}
+
+// New builds a node's components without starting them; adjust hooks, then call Start.
+func New(cfg Config) (*Node, error) {
+	js, err := jetstream.New(cfg.NC)
+	if err != nil {
+		return nil, fmt.Errorf("JetStream for %s: %w", cfg.Service, err)
+	}
+	logger := cfg.Logger
+	if logger == nil {
+		logger = slog.Default()
+	}
+	logger = logger.With("service", cfg.Service)
+	n := &Node{Name: cfg.Service, Pool: cfg.Pool, NC: cfg.NC, JS: js, noRelay: cfg.NoRelay, logger: logger, errs: make(chan error, 8)}
+	n.Seam = &wire.Seam{Self: cfg.Service, Logger: logger}
+	n.Control = &wire.Control{JS: js, Seam: n.Seam, Logger: logger}
+	n.Inbox = &inbox.Inbox{Pool: cfg.Pool, JS: js, Service: cfg.Service, Logger: logger, Suppress: cfg.Suppress}
+	n.Relay = &relay.Relay{Pool: cfg.Pool, JS: js, Logger: logger}
+	n.Redelivery = &redelivery.Server{Pool: cfg.Pool, JS: js, Service: cfg.Service, Limits: cfg.Limits, Logger: logger}
+	n.Repair = &repair.Receiver{Pool: cfg.Pool, Service: cfg.Service, Logger: logger}
+	return n, nil
+}
+
+// Start runs the node's loops until Stop (or ctx's end). It ensures the JetStream streams first.
+func (n *Node) Start(ctx context.Context) error {
+	if err := wire.EnsureStreams(ctx, n.JS); err != nil {
+		return err
+	}
+	n.Redelivery.Register(n.Control)
+	n.Repair.Register(n.Control)
+	runCtx, cancel := context.WithCancel(ctx)
+	n.cancel = cancel
+	n.goRun(runCtx, "stamper", (&stamper.Loop{Pool: n.Pool, Logger: n.logger}).Run)
+	if !n.noRelay {
+		n.goRun(runCtx, "relay", n.Relay.Run)
+	}
+	n.goRun(runCtx, "inbox", n.Inbox.Run)
+	n.goRun(runCtx, "control", n.Control.Run)
+	n.goRun(runCtx, "redelivery", n.Redelivery.Run)
+	return nil
+}
+
+func (n *Node) goRun(ctx context.Context, what string, run func(context.Context) error) {
+	n.wg.Add(1)
+	go func() {
+		defer n.wg.Done()
+		if err := run(ctx); err != nil && !errors.Is(err, context.Canceled) {
+			n.errs <- fmt.Errorf("%s %s: %w", n.Name, what, err)
+		}
+	}()
+}
+
+// Err returns a loop's failure, if one has failed.
+func (n *Node) Err() error {
+	select {
+	case err := <-n.errs:
+		return err
+	default:
+		return nil
+	}
+}
+
+// Wait blocks until every loop has returned.
+func (n *Node) Wait() { n.wg.Wait() }
+
+// Stop cancels the loops and waits for them. The pool and connection stay the caller's.
+func (n *Node) Stop() {
+	if n.cancel != nil {
+		n.cancel()
+	}
+	n.wg.Wait()
+}
