@@ -37,7 +37,7 @@ commands:
   run       run the control plane of one service: stamper, relay, inbox, redelivery
   repair    ask an origin to re-deliver events and show progress until they are stored
   demo      a walk-through on a throwaway database: append, stamp, digests, verification
-  bench     run a benchmark: bench write|epochs [--quick]
+  bench     run a benchmark: bench write|epochs|repair [--quick]
 
 Run 'streamseal <command> -h' for a command's flags.
 `
@@ -303,13 +303,14 @@ func cmdDemo(ctx context.Context, args []string, out io.Writer) error {
 }
 
 func cmdBench(ctx context.Context, args []string, out io.Writer) error {
-	benchmarks := map[string]bool{"write": true, "epochs": true}
+	benchmarks := map[string]bool{"write": true, "epochs": true, "repair": true}
 	if len(args) == 0 || !benchmarks[args[0]] {
-		fmt.Fprintln(os.Stderr, `usage: streamseal bench <write|epochs> [--quick] [--database-url URL]
+		fmt.Fprintln(os.Stderr, `usage: streamseal bench <write|epochs|repair> [--quick] [--database-url URL]
 
 benchmarks:
   write    append + stamp + digests against a plain-insert baseline
-  epochs   whole-lane type_digests from sealed epochs against a full recompute, at two sizes`)
+  epochs   whole-lane type_digests from sealed epochs against a full recompute, at two sizes
+  repair   end-to-end redelivery throughput, wire bytes against payload bytes, relay lag`)
 		return errUsage
 	}
 	name := args[0]
@@ -324,6 +325,16 @@ benchmarks:
 		return err
 	}
 	defer server.Close()
+	if name == "repair" {
+		opts := bench.FullRepair
+		if *quick {
+			opts = bench.QuickRepair
+		}
+		_, err = bench.Repair(ctx, func(ctx context.Context, service string) (string, error) {
+			return server.CreateDatabase(ctx, "streamseal_bench_"+strings.ReplaceAll(service, "-", "_"))
+		}, opts, out)
+		return err
+	}
 	pool, err := server.CreateService(ctx, "streamseal_bench", "bench")
 	if err != nil {
 		return err

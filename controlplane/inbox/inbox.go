@@ -77,7 +77,7 @@ func (in *Inbox) Run(ctx context.Context) error {
 		return fmt.Errorf("inbox consumer for %s: %w", in.Service, err)
 	}
 	for ctx.Err() == nil {
-		batch, err := cons.Fetch(in.Batch, jetstream.FetchMaxWait(time.Second))
+		msgs, err := wire.FetchAvailable(ctx, cons, in.Batch, time.Second)
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil
@@ -85,10 +85,6 @@ func (in *Inbox) Run(ctx context.Context) error {
 			in.Logger.Warn("inbox: fetch failed", "err", err)
 			sleep(ctx, time.Second)
 			continue
-		}
-		var msgs []jetstream.Msg
-		for m := range batch.Messages() {
-			msgs = append(msgs, m)
 		}
 		if len(msgs) > 0 {
 			if err := in.store(ctx, msgs); err != nil {

@@ -166,6 +166,9 @@ func (s *Server) build(ctx context.Context, requester string, req wire.Redeliver
 	if err := b.flush(); err != nil {
 		return err
 	}
+	if err := b.settle(); err != nil {
+		return err
+	}
 	summary.Bundles = b.bundles
 	unservable, err := s.unservable(ctx, req)
 	if err != nil {
@@ -272,6 +275,7 @@ type bundler struct {
 	current   wire.Bundle
 	payloads  []byte
 	bundles   int
+	inFlight  []jetstream.PubAckFuture
 }
 
 func (b *bundler) add(e store.EventCopy) error {
@@ -303,11 +307,43 @@ func (b *bundler) flush() error {
 	if err != nil {
 		return err
 	}
-	if err := wire.Publish(b.ctx, b.server.JS, env, b.payloads); err != nil {
+	data, err := wire.Encode(env, b.payloads)
+	if err != nil {
 		return err
 	}
+	// Published asynchronously with a bounded window: the build never holds more than
+	// maxInFlight bundles' bytes, and settle() waits for every acknowledgement before the
+	// summary goes out.
+	if len(b.inFlight) >= maxInFlight {
+		if err := b.settle(); err != nil {
+			return err
+		}
+	}
+	future, err := b.server.JS.PublishAsync(wire.ControlSubject(b.requester), data)
+	if err != nil {
+		return fmt.Errorf("publish bundle to %s: %w", b.requester, err)
+	}
+	b.inFlight = append(b.inFlight, future)
 	b.bundles++
 	b.current, b.payloads = wire.Bundle{}, nil
+	return nil
+}
+
+// maxInFlight bounds the bundles published and not yet acknowledged by JetStream.
+const maxInFlight = 32
+
+// settle waits for every in-flight bundle's acknowledgement.
+func (b *bundler) settle() error {
+	defer func() { b.inFlight = b.inFlight[:0] }()
+	for _, f := range b.inFlight {
+		select {
+		case <-f.Ok():
+		case err := <-f.Err():
+			return fmt.Errorf("publish bundle to %s: %w", b.requester, err)
+		case <-b.ctx.Done():
+			return b.ctx.Err()
+		}
+	}
 	return nil
 }
 

@@ -43,6 +43,7 @@ func (r *Receiver) Register(control *wire.Control) {
 		r.Logger = slog.Default()
 	}
 	control.Handle(wire.KindRedeliveryBundle, r.onBundle)
+	control.HandleBatch(wire.KindRedeliveryBundle, r.onBundles)
 	control.Handle(wire.KindRedeliverySummary, r.onSummary)
 }
 
@@ -61,6 +62,26 @@ func (r *Receiver) onBundle(ctx context.Context, env wire.Envelope, attachment [
 		}
 		return err
 	}
+	r.stored.Add(int64(len(added)))
+	return nil
+}
+
+// onBundles stores a run of bundles in one ingest: all or nothing. Any bundle that does not
+// unbundle cleanly fails the run, and the control endpoint then retries each one alone.
+func (r *Receiver) onBundles(ctx context.Context, envs []wire.Envelope, attachments [][]byte) error {
+	var copies []store.EventCopy
+	for i, env := range envs {
+		c, err := Unbundle(env, attachments[i])
+		if err != nil {
+			return err
+		}
+		copies = append(copies, c...)
+	}
+	added, err := store.Ingest(ctx, r.Pool, copies)
+	if err != nil {
+		return err
+	}
+	r.bundles.Add(int64(len(envs)))
 	r.stored.Add(int64(len(added)))
 	return nil
 }

@@ -17,6 +17,11 @@ import (
 // terminates the message (it can never succeed); any other error redelivers it after a delay.
 type Handler func(ctx context.Context, env Envelope, attachment []byte) error
 
+// BatchHandler acts on a run of consecutive accepted messages of one kind, all or nothing. When
+// it fails, each message of the run goes to the kind's Handler alone, so one bad message is
+// isolated instead of failing the run.
+type BatchHandler func(ctx context.Context, envs []Envelope, attachments [][]byte) error
+
 // ErrPermanent marks a handler failure that retrying cannot fix (e.g. an inconsistent bundle).
 var ErrPermanent = errors.New("permanent failure")
 
@@ -27,6 +32,7 @@ type Control struct {
 	Seam     *Seam
 	Logger   *slog.Logger
 	handlers map[string]Handler
+	batches  map[string]BatchHandler
 	// Tap, when set, sees every message the consumer receives before the seam (tests use it to
 	// forward one service's traffic to another's seam, proving the seam drops it).
 	Tap func(subject string, data []byte)
@@ -45,6 +51,14 @@ func (c *Control) Handle(kind string, h Handler) {
 	c.handlers[kind] = h
 }
 
+// HandleBatch registers a batch handler for kind (which must also have a Handler).
+func (c *Control) HandleBatch(kind string, h BatchHandler) {
+	if c.batches == nil {
+		c.batches = map[string]BatchHandler{}
+	}
+	c.batches[kind] = h
+}
+
 // Run consumes control messages until ctx ends. Each message is acked after its handler returns
 // nil: a crash mid-handler redelivers it.
 func (c *Control) Run(ctx context.Context) error {
@@ -61,7 +75,7 @@ func (c *Control) Run(ctx context.Context) error {
 		return fmt.Errorf("control consumer for %s: %w", c.Seam.Self, err)
 	}
 	for ctx.Err() == nil {
-		batch, err := cons.Fetch(32, jetstream.FetchMaxWait(time.Second))
+		msgs, err := FetchAvailable(ctx, cons, 64, time.Second)
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil
@@ -70,28 +84,74 @@ func (c *Control) Run(ctx context.Context) error {
 			sleep(ctx, time.Second)
 			continue
 		}
-		for msg := range batch.Messages() {
-			c.dispatch(ctx, msg)
-		}
-		if err := batch.Error(); err != nil && !errors.Is(err, jetstream.ErrNoMessages) && ctx.Err() == nil &&
-			!errors.Is(err, context.DeadlineExceeded) {
-			logger.Warn("control: fetch batch ended with an error", "err", err)
-		}
+		c.dispatchAll(ctx, msgs)
 	}
 	return nil
 }
 
-func (c *Control) dispatch(ctx context.Context, msg jetstream.Msg) {
-	defer c.finished.Add(1)
-	logger := c.logger()
-	if c.Tap != nil {
-		c.Tap(msg.Subject(), msg.Data())
+// accepted is a message that passed the seam.
+type accepted struct {
+	msg        jetstream.Msg
+	env        Envelope
+	attachment []byte
+}
+
+// dispatchAll runs one fetched batch through the seam, then hands runs of consecutive messages
+// of a batch-handled kind to their batch handler and everything else to its handler, in order.
+func (c *Control) dispatchAll(ctx context.Context, msgs []jetstream.Msg) {
+	var run []accepted
+	flush := func() {
+		if len(run) > 0 {
+			c.dispatchRun(ctx, run)
+			run = nil
+		}
 	}
-	env, attachment, ok := c.Seam.Accept(msg.Subject(), msg.Data())
-	if !ok {
-		_ = msg.Term() // dropped at the seam: never acted on, never redelivered
+	for _, msg := range msgs {
+		if c.Tap != nil {
+			c.Tap(msg.Subject(), msg.Data())
+		}
+		env, attachment, ok := c.Seam.Accept(msg.Subject(), msg.Data())
+		if !ok {
+			_ = msg.Term() // dropped at the seam: never acted on, never redelivered
+			c.finished.Add(1)
+			continue
+		}
+		a := accepted{msg, env, attachment}
+		if c.batches[env.Kind] == nil {
+			flush()
+			c.dispatch(ctx, a)
+			continue
+		}
+		if len(run) > 0 && run[0].env.Kind != env.Kind {
+			flush()
+		}
+		run = append(run, a)
+	}
+	flush()
+}
+
+func (c *Control) dispatchRun(ctx context.Context, run []accepted) {
+	envs := make([]Envelope, len(run))
+	attachments := make([][]byte, len(run))
+	for i, a := range run {
+		envs[i], attachments[i] = a.env, a.attachment
+	}
+	if err := c.batches[run[0].env.Kind](ctx, envs, attachments); err == nil {
+		for _, a := range run {
+			_ = a.msg.Ack()
+			c.finished.Add(1)
+		}
 		return
 	}
+	for _, a := range run {
+		c.dispatch(ctx, a)
+	}
+}
+
+func (c *Control) dispatch(ctx context.Context, a accepted) {
+	defer c.finished.Add(1)
+	logger := c.logger()
+	msg, env, attachment := a.msg, a.env, a.attachment
 	h := c.handlers[env.Kind]
 	if h == nil {
 		logger.Debug("control: no handler for kind here", "kind", env.Kind, "from", env.From)

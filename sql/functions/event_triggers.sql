@@ -10,6 +10,9 @@ returns trigger
 language plpgsql
 volatile
 set search_path = ''
+-- No JIT on the write path: compiling took ~60 ms a statement whenever a cached plan's
+-- estimate (a transition table sized by an earlier bulk statement) crossed jit_above_cost.
+set jit = off
 as $$
 declare
     self text;
@@ -69,6 +72,9 @@ returns trigger
 language plpgsql
 volatile
 set search_path = ''
+-- No JIT on the write path: compiling took ~60 ms a statement whenever a cached plan's
+-- estimate (a transition table sized by an earlier bulk statement) crossed jit_above_cost.
+set jit = off
 as $$
 declare
     changes streamseal._counted_change[];
@@ -92,6 +98,9 @@ returns trigger
 language plpgsql
 volatile
 set search_path = ''
+-- No JIT on the write path: compiling took ~60 ms a statement whenever a cached plan's
+-- estimate (a transition table sized by an earlier bulk statement) crossed jit_above_cost.
+set jit = off
 as $$
 declare
     changes streamseal._counted_change[];

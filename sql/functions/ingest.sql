@@ -9,6 +9,9 @@ returns setof uuid
 language plpgsql
 volatile
 set search_path = ''
+-- No JIT on the write path: compiling took ~60 ms a statement whenever a cached plan's
+-- estimate (a transition table sized by an earlier bulk statement) crossed jit_above_cost.
+set jit = off
 as $$
 declare
     self text := streamseal.service_name();

@@ -1,0 +1,223 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/streamseal/streamseal/controlplane/harness"
+	"github.com/streamseal/streamseal/controlplane/redelivery"
+	"github.com/streamseal/streamseal/controlplane/wire"
+)
+
+// RepairOptions sizes the repair benchmark.
+type RepairOptions struct {
+	Missing      int           // events the consumer lacks and gets re-delivered
+	PayloadBytes int           // payload size of each event
+	RelayRate    int           // events/s appended while measuring relay lag
+	RelayFor     time.Duration // how long the steady append runs
+}
+
+// QuickRepair and FullRepair are the --quick and default sizes.
+var (
+	QuickRepair = RepairOptions{Missing: 20_000, PayloadBytes: 400, RelayRate: 5000, RelayFor: 3 * time.Second}
+	FullRepair  = RepairOptions{Missing: 100_000, PayloadBytes: 400, RelayRate: 5000, RelayFor: 10 * time.Second}
+)
+
+// RepairResult carries the figures.
+type RepairResult struct {
+	EventsPerSecond    float64
+	WireRatio          float64 // control bytes received by the consumer / payload bytes re-delivered
+	RelayP50, RelayP99 time.Duration
+}
+
+// Repair measures end-to-end redelivery (origin Postgres -> JetStream -> consumer Postgres) of
+// events a consumer lacks, the bytes that crossed the wire against the payload bytes, and the
+// relay's lag under a steady append rate.
+func Repair(ctx context.Context, newDB harness.NewDatabase, opts RepairOptions, out io.Writer) (RepairResult, error) {
+	var r RepairResult
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	h, err := harness.New(ctx, newDB, quiet)
+	if err != nil {
+		return r, err
+	}
+	defer h.Close()
+	types := []string{"bench.a", "bench.b", "bench.c", "bench.d"}
+	var relayMu sync.Mutex
+	var published []publishMark
+	orders, err := h.Start(ctx, "orders", harness.Options{Grants: map[string][]string{"billing": types},
+		Limits: redelivery.Limits{MaxEventsPerRequest: opts.Missing}}, func(s *harness.Service) {
+		s.Relay.OnPublished = func(through int64) {
+			relayMu.Lock()
+			published = append(published, publishMark{through, time.Now()})
+			relayMu.Unlock()
+		}
+	})
+	if err != nil {
+		return r, err
+	}
+	var wireBytes atomic.Int64
+	summaries := make(chan wire.RedeliverySummary, 1)
+	billing, err := h.Start(ctx, "billing", harness.Options{}, func(s *harness.Service) {
+		s.Control.Tap = func(_ string, data []byte) { wireBytes.Add(int64(len(data))) }
+		s.Repair.OnSummary = func(sum wire.RedeliverySummary) { summaries <- sum }
+	})
+	if err != nil {
+		return r, err
+	}
+	fmt.Fprintf(out, "repair benchmark: %d events of %d payload bytes missing at the consumer; relay lag at %d events/s for %s\n",
+		opts.Missing, opts.PayloadBytes, opts.RelayRate, opts.RelayFor)
+
+	// The history the consumer lacks (it subscribes to nothing, so it holds none of it).
+	if _, err := orders.Pool.Exec(ctx, `
+		select streamseal.append(array(
+			select row(gen_random_uuid(), 'acme', 's' || (i % 2000), i / 2000 + 1, 'bench.' || chr(97 + i % 4), 0,
+			           convert_to('{"n":' || i || ',"pad":"' || repeat('x', $2 - 20) || '"}', 'UTF8'), null, null)::streamseal.new_event
+			from generate_series(0, $1 - 1) i))`, opts.Missing, opts.PayloadBytes); err != nil {
+		return r, fmt.Errorf("generate history: %w", err)
+	}
+	if err := waitUntil(ctx, func() (bool, error) {
+		var last int64
+		err := orders.Pool.QueryRow(ctx, "select last_origin_seq from streamseal.stamp_state").Scan(&last)
+		return last == int64(opts.Missing), err
+	}); err != nil {
+		return r, err
+	}
+	var payloadBytes int64
+	if err := orders.Pool.QueryRow(ctx, "select sum(length(payload)) from streamseal.events").Scan(&payloadBytes); err != nil {
+		return r, err
+	}
+
+	from, to := int64(1), int64(opts.Missing+1)
+	start := time.Now()
+	env, err := wire.NewEnvelope(wire.KindRedeliveryRequest, "billing", "orders", wire.RedeliveryRequest{
+		RequestID: uuid.NewString(), Tenants: []string{"acme"}, Types: types, FromSeq: &from, ToSeq: &to, MaxEvents: opts.Missing})
+	if err != nil {
+		return r, err
+	}
+	if err := wire.Publish(ctx, billing.JS, env, nil); err != nil {
+		return r, err
+	}
+	if err := waitUntil(ctx, func() (bool, error) {
+		var n int
+		err := billing.Pool.QueryRow(ctx, "select count(*) from streamseal.events where origin = 'orders'").Scan(&n)
+		return n == opts.Missing, err
+	}); err != nil {
+		return r, err
+	}
+	took := time.Since(start)
+	sum := <-summaries
+	r.EventsPerSecond = float64(opts.Missing) / took.Seconds()
+	r.WireRatio = float64(wireBytes.Load()) / float64(payloadBytes)
+	fmt.Fprintf(out, "redelivery: %d events in %d bundles converged in %s: %.0f events/s (target >= 20000)\n",
+		sum.Shipped, sum.Bundles, took.Round(time.Millisecond), r.EventsPerSecond)
+	fmt.Fprintf(out, "wire: %d control bytes for %d payload bytes: ratio %.3f (target <= 2)\n", wireBytes.Load(), payloadBytes, r.WireRatio)
+
+	lags, err := relayLags(ctx, out, orders, opts, &relayMu, &published)
+	if err != nil {
+		return r, err
+	}
+	r.RelayP50, r.RelayP99 = lags[len(lags)/2], lags[len(lags)*99/100]
+	fmt.Fprintf(out, "relay lag (append commit -> JetStream ack) at %d events/s: p50 %s, p99 %s over %d events\n",
+		opts.RelayRate, r.RelayP50.Round(100*time.Microsecond), r.RelayP99.Round(100*time.Microsecond), len(lags))
+	fmt.Fprintf(out, "RESULT repair events_per_s=%.0f wire_ratio=%.3f relay_p50_ms=%.2f relay_p99_ms=%.2f\n",
+		r.EventsPerSecond, r.WireRatio, ms64(r.RelayP50), ms64(r.RelayP99))
+	return r, nil
+}
+
+type publishMark struct {
+	through int64
+	at      time.Time
+}
+
+// relayLags appends at a steady rate (10 ms ticks) and returns, per event, the time from its
+// append committing to the relay's acknowledged publish of it, sorted.
+func relayLags(ctx context.Context, out io.Writer, orders *harness.Service, opts RepairOptions, mu *sync.Mutex, published *[]publishMark) ([]time.Duration, error) {
+	perTick := max(1, opts.RelayRate/100)
+	type appended struct {
+		seqFrom int64
+		at      time.Time
+		n       int
+	}
+	var batches []appended
+	ticker := time.NewTicker(10 * time.Millisecond)
+	defer ticker.Stop()
+	deadline := time.Now().Add(opts.RelayFor)
+	var ids []string
+	var appendTime time.Duration
+	for time.Now().Before(deadline) {
+		<-ticker.C
+		began := time.Now()
+		ids = ids[:0]
+		for range perTick {
+			ids = append(ids, uuid.NewString())
+		}
+		if _, err := orders.Pool.Exec(ctx, `
+			select streamseal.append(array(
+				select row(id::uuid, 'acme', 'lag-' || id, 1, 'bench.a', 0, '{"lag":true}'::bytea, null, null)::streamseal.new_event
+				from unnest($1::text[]) id))`, ids); err != nil {
+			return nil, err
+		}
+		appendTime += time.Since(began)
+		batches = append(batches, appended{at: time.Now(), n: perTick})
+	}
+	achieved := float64(len(batches)*perTick) / opts.RelayFor.Seconds()
+	fmt.Fprintf(out, "relay lag phase: %d appends of %d events, %.0f events/s achieved, mean append %s\n",
+		len(batches), perTick, achieved, (appendTime / time.Duration(max(1, len(batches)))).Round(10*time.Microsecond))
+	total := len(batches) * perTick
+	base := int64(opts.Missing)
+	if err := waitUntil(ctx, func() (bool, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(*published) > 0 && (*published)[len(*published)-1].through >= base+int64(total), nil
+	}); err != nil {
+		return nil, err
+	}
+	// Events are numbered in commit order, and batches committed in order: batch i holds
+	// origin_seqs base + i*perTick + 1 .. base + (i+1)*perTick.
+	mu.Lock()
+	marks := slices.Clone(*published)
+	mu.Unlock()
+	var lags []time.Duration
+	for i, b := range batches {
+		last := base + int64((i+1)*perTick)
+		j, _ := slices.BinarySearchFunc(marks, last, func(m publishMark, seq int64) int {
+			if m.through < seq {
+				return -1
+			}
+			return 1
+		})
+		for range b.n {
+			lags = append(lags, marks[j].at.Sub(b.at))
+		}
+	}
+	slices.Sort(lags)
+	return lags, nil
+}
+
+func waitUntil(ctx context.Context, done func() (bool, error)) error {
+	deadline := time.Now().Add(10 * time.Minute)
+	for {
+		ok, err := done()
+		if err != nil || ok {
+			return err
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("benchmark step did not finish within 10 minutes")
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+func ms64(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
