@@ -52,10 +52,16 @@ func start(t *testing.T, h *harness.Harness, name string, opts harness.Options, 
 // appendOrders appends n events over streams streams and the five types, 20 per transaction.
 func appendOrders(t *testing.T, s *harness.Service, n, streams int) {
 	t.Helper()
+	appendStreams(t, s, n, streams, "order")
+}
+
+// appendStreams is appendOrders with its own stream names (prefix-NN).
+func appendStreams(t *testing.T, s *harness.Service, n, streams int, prefix string) {
+	t.Helper()
 	versions := map[string]int64{}
 	var batch []store.NewEvent
 	for i := range n {
-		stream := fmt.Sprintf("order-%02d", i%streams)
+		stream := fmt.Sprintf("%s-%02d", prefix, i%streams)
 		versions[stream]++
 		batch = append(batch, store.NewEvent{EventID: uuid.New(), Tenant: "acme", StreamID: stream,
 			StreamVersion: versions[stream], EventType: eventTypes[i%len(eventTypes)],

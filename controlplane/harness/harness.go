@@ -67,6 +67,19 @@ func New(ctx context.Context, newDB NewDatabase, logger *slog.Logger) (*Harness,
 	return h, nil
 }
 
+// RestartNATS shuts the NATS server down and starts it again on the same port and store: every
+// client loses its connection and must reconnect (a broker restart).
+func (h *Harness) RestartNATS() error {
+	port := h.NATS.Port()
+	h.NATS.Shutdown()
+	srv, err := wire.StartEmbeddedOn(h.natsDir, port)
+	if err != nil {
+		return err
+	}
+	h.NATS = srv
+	return nil
+}
+
 // Close stops every service, then the NATS server, and removes its data.
 func (h *Harness) Close() {
 	h.mu.Lock()

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
@@ -21,9 +22,15 @@ type Embedded struct {
 // StartEmbedded starts a NATS server with JetStream storing under dir, on a random loopback
 // port, and waits until it accepts connections.
 func StartEmbedded(dir string) (*Embedded, error) {
+	return StartEmbeddedOn(dir, server.RANDOM_PORT)
+}
+
+// StartEmbeddedOn is StartEmbedded on a given loopback port (a restart reuses its predecessor's
+// port and store, so clients reconnect to the same history).
+func StartEmbeddedOn(dir string, port int) (*Embedded, error) {
 	opts := &server.Options{
 		Host:       "127.0.0.1",
-		Port:       server.RANDOM_PORT,
+		Port:       port,
 		JetStream:  true,
 		StoreDir:   dir,
 		NoLog:      true,
@@ -41,6 +48,9 @@ func StartEmbedded(dir string) (*Embedded, error) {
 	}
 	return &Embedded{srv: srv}, nil
 }
+
+// Port is the server's client port.
+func (e *Embedded) Port() int { return e.srv.Addr().(*net.TCPAddr).Port }
 
 // URL is the client URL of the embedded server.
 func (e *Embedded) URL() string { return e.srv.ClientURL() }
