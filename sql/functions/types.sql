@@ -51,3 +51,18 @@ create type streamseal._epoch_delta as (
     x1 bigint,
     n bigint
 );
+
+-- _redelivery_row: one selected event, as select_redelivery returns it (collected per chunk).
+create type streamseal._redelivery_row as (
+    event_id uuid,
+    origin_seq bigint,
+    type_seq bigint,
+    tenant text,
+    stream_id text,
+    stream_version bigint,
+    event_type text,
+    flags integer,
+    payload bytea,
+    metadata jsonb,
+    occurred_at timestamptz
+);
