@@ -19,6 +19,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/streamseal/streamseal/controlplane/bench"
+	"github.com/streamseal/streamseal/controlplane/config"
 	"github.com/streamseal/streamseal/controlplane/demo"
 	"github.com/streamseal/streamseal/controlplane/migrate"
 	"github.com/streamseal/streamseal/controlplane/node"
@@ -37,7 +38,7 @@ commands:
   run       run the control plane of one service: stamper, relay, inbox, redelivery
   repair    ask an origin to re-deliver events and show progress until they are stored
   demo      a walk-through on a throwaway database: append, stamp, digests, verification
-  bench     run a benchmark: bench write|epochs|repair [--quick]
+  bench     run a benchmark: bench write|epochs|repair|detect [--quick]
 
 Run 'streamseal <command> -h' for a command's flags.
 `
@@ -137,8 +138,17 @@ func cmdRun(ctx context.Context, args []string, out io.Writer) error {
 	consumes := fs.String("consumes", os.Getenv("STREAMSEAL_CONSUMES"), "comma-separated event types this service consumes, from any origin; added to streamseal.subscriptions (env STREAMSEAL_CONSUMES)")
 	var grants grantFlags
 	fs.Var(&grants, "grant", "service=type1,type2: let service receive these event types in redelivery (repeatable; added to streamseal.grants)")
+	settings := config.Defaults()
+	if err := settings.RegisterFlags(fs); err != nil {
+		fmt.Fprintln(os.Stderr, "streamseal run:", err)
+		return errUsage
+	}
 	if err := parse(fs, args); err != nil {
 		return err
+	}
+	if err := settings.Validate(); err != nil {
+		fmt.Fprintln(os.Stderr, "streamseal run:", err)
+		return errUsage
 	}
 	if *databaseURL == "" {
 		fmt.Fprintln(os.Stderr, "streamseal run: --database-url is required")
@@ -183,7 +193,7 @@ func cmdRun(ctx context.Context, args []string, out io.Writer) error {
 		return err
 	}
 	defer nc.Close()
-	n, err := node.New(node.Config{Service: name, Pool: pool, NC: nc})
+	n, err := node.New(node.Config{Service: name, Pool: pool, NC: nc, Settings: settings})
 	if err != nil {
 		return err
 	}
@@ -303,14 +313,15 @@ func cmdDemo(ctx context.Context, args []string, out io.Writer) error {
 }
 
 func cmdBench(ctx context.Context, args []string, out io.Writer) error {
-	benchmarks := map[string]bool{"write": true, "epochs": true, "repair": true}
+	benchmarks := map[string]bool{"write": true, "epochs": true, "repair": true, "detect": true}
 	if len(args) == 0 || !benchmarks[args[0]] {
-		fmt.Fprintln(os.Stderr, `usage: streamseal bench <write|epochs|repair> [--quick] [--database-url URL]
+		fmt.Fprintln(os.Stderr, `usage: streamseal bench <write|epochs|repair|detect> [--quick] [--database-url URL]
 
 benchmarks:
   write    append + stamp + digests against a plain-insert baseline
   epochs   whole-lane type_digests from sealed epochs against a full recompute, at two sizes
-  repair   end-to-end redelivery throughput, wire bytes against payload bytes, relay lag`)
+  repair   end-to-end redelivery throughput, wire bytes against payload bytes, relay lag
+  detect   gap detection latency in checkpoint intervals; checkpoint cost as the store grows`)
 		return errUsage
 	}
 	name := args[0]
@@ -325,6 +336,16 @@ benchmarks:
 		return err
 	}
 	defer server.Close()
+	newDB := func(ctx context.Context, service string) (string, error) {
+		return server.CreateDatabase(ctx, "streamseal_bench_"+strings.ReplaceAll(service, "-", "_"))
+	}
+	if name == "detect" {
+		opts := bench.FullDetect
+		if *quick {
+			opts = bench.QuickDetect
+		}
+		return bench.Detect(ctx, newDB, opts, out)
+	}
 	if name == "repair" {
 		opts := bench.FullRepair
 		if *quick {

@@ -46,6 +46,9 @@ func start(t *testing.T, h *harness.Harness, name string, opts harness.Options, 
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Registered after the service's database: cleanups run last-first, so the service stops
+	// before its database is dropped.
+	t.Cleanup(s.Stop)
 	return s
 }
 

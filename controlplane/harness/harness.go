@@ -10,10 +10,12 @@ import (
 	"log/slog"
 	"os"
 	"sync"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/streamseal/streamseal/controlplane/config"
 	"github.com/streamseal/streamseal/controlplane/inbox"
 	"github.com/streamseal/streamseal/controlplane/node"
 	"github.com/streamseal/streamseal/controlplane/redelivery"
@@ -99,12 +101,15 @@ type Options struct {
 	Grants   map[string][]string
 	Suppress inbox.Suppress // fault injection at the inbox's receive seam
 	Limits   redelivery.Limits
-	NoRelay  bool // the test runs (and kills) the relay itself
+	Settings config.Config // zero: defaults with a slow checkpoint, so tests that do not
+	// exercise checkpoints are not disturbed by them
+	NoRelay bool // the test runs (and kills) the relay itself
 }
 
 // Service is one running service: a node with its own database and NATS connection.
 type Service struct {
 	*node.Node
+	stopOnce sync.Once
 }
 
 // Start creates the service's database, configures it, and starts its node. configure runs
@@ -122,12 +127,25 @@ func (h *Harness) Start(ctx context.Context, name string, opts Options, configur
 		pool.Close()
 		return nil, err
 	}
+	return h.startNode(ctx, name, pool, opts, configure)
+}
+
+func (h *Harness) startNode(ctx context.Context, name string, pool *pgxpool.Pool, opts Options, configure func(*Service)) (*Service, error) {
 	nc, err := wire.Connect(h.NATS.URL(), name, h.logger)
 	if err != nil {
 		pool.Close()
 		return nil, err
 	}
-	n, err := node.New(node.Config{Service: name, Pool: pool, NC: nc, Logger: h.logger, Limits: opts.Limits,
+	settings := opts.Settings
+	if settings == (config.Config{}) {
+		settings = config.Defaults()
+		settings.CheckpointInterval = time.Hour
+		settings.MaintenanceInterval = time.Hour
+	}
+	if opts.Limits != (redelivery.Limits{}) {
+		settings.Redelivery = redelivery.WithDefaults(opts.Limits)
+	}
+	n, err := node.New(node.Config{Service: name, Pool: pool, NC: nc, Logger: h.logger, Settings: settings,
 		Suppress: opts.Suppress, NoRelay: opts.NoRelay})
 	if err != nil {
 		nc.Close()
@@ -149,6 +167,16 @@ func (h *Harness) Start(ctx context.Context, name string, opts Options, configur
 	return s, nil
 }
 
+// StartOn starts another node on of's database (a second replica of the same service, or a
+// restart after of was stopped), with its own pool and NATS connection.
+func (h *Harness) StartOn(ctx context.Context, of *Service, opts Options, configure func(*Service)) (*Service, error) {
+	pool, err := store.Open(ctx, of.Pool.Config().ConnString())
+	if err != nil {
+		return nil, err
+	}
+	return h.startNode(ctx, of.Name, pool, opts, configure)
+}
+
 func configureDatabase(ctx context.Context, pool *pgxpool.Pool, name string, opts Options) error {
 	if err := store.SetServiceName(ctx, pool, name); err != nil {
 		return err
@@ -168,7 +196,9 @@ func configureDatabase(ctx context.Context, pool *pgxpool.Pool, name string, opt
 
 // Stop stops the service's node and closes its connections.
 func (s *Service) Stop() {
-	s.Node.Stop()
-	s.NC.Close()
-	s.Pool.Close()
+	s.stopOnce.Do(func() {
+		s.Node.Stop()
+		s.NC.Close()
+		s.Pool.Close()
+	})
 }

@@ -35,6 +35,9 @@ type Inbox struct {
 	Batch int
 	// Suppress, when set, drops chosen deliveries (tests and the demo inject loss here).
 	Suppress Suppress
+	// OnCheckpoint verifies a checkpoint riding the event subjects. It runs after every event
+	// before it in the stream is committed; the checkpoint is acked when it returns nil.
+	OnCheckpoint func(ctx context.Context, cp wire.Checkpoint) error
 
 	received, stored, suppressed, rejected atomic.Int64
 }
@@ -119,11 +122,49 @@ func (in *Inbox) filters(ctx context.Context) ([]string, error) {
 	return out, rows.Err()
 }
 
-// store ingests one fetched batch in one transaction and acks after commit. Own events and
-// suppressed deliveries are acked without storing; undecodable messages are recorded and
-// terminated. If the batch as a whole is refused, each message is retried alone so one bad
-// event is isolated instead of blocking the rest.
+// store handles one fetched batch in stream order: runs of events are ingested in one
+// transaction each and acked after commit; a checkpoint is verified only after every event
+// before it is committed, so it never reports as missing what is merely in the same batch.
 func (in *Inbox) store(ctx context.Context, msgs []jetstream.Msg) error {
+	start := 0
+	for i, m := range msgs {
+		if !wire.IsCheckpoint(m.Headers()) {
+			continue
+		}
+		if err := in.storeEvents(ctx, msgs[start:i]); err != nil {
+			return err
+		}
+		start = i + 1
+		if err := in.checkpoint(ctx, m); err != nil {
+			for _, rest := range msgs[i:] {
+				_ = rest.NakWithDelay(time.Second)
+			}
+			return nil
+		}
+	}
+	return in.storeEvents(ctx, msgs[start:])
+}
+
+func (in *Inbox) checkpoint(ctx context.Context, m jetstream.Msg) error {
+	cp, err := wire.DecodeCheckpoint(m.Data())
+	if err != nil {
+		return in.reject(ctx, m, nil, err.Error())
+	}
+	if in.OnCheckpoint != nil {
+		if err := in.OnCheckpoint(ctx, cp); err != nil {
+			in.Logger.Warn("inbox: checkpoint not verified, will be redelivered", "origin", cp.Origin, "type", cp.Type, "err", err)
+			return err
+		}
+	}
+	_ = m.Ack()
+	return nil
+}
+
+// storeEvents ingests a run of event messages in one transaction and acks after commit. Own
+// events and suppressed deliveries are acked without storing; undecodable messages are recorded
+// and terminated. If the run as a whole is refused, each message is retried alone so one bad
+// event is isolated instead of blocking the rest.
+func (in *Inbox) storeEvents(ctx context.Context, msgs []jetstream.Msg) error {
 	var copies []store.EventCopy
 	var keep []jetstream.Msg
 	for _, m := range msgs {

@@ -1,5 +1,6 @@
 // Package migrate brings a service database to the schema this binary was built with: it applies
-// the numbered migrations, then re-installs the SQL code package atomically. It owns the
+// the numbered migrations, re-installs the SQL code package atomically, and applies River's own
+// migrations (in their own schema). It owns the
 // schema_version table and nothing else; the SQL itself lives in the sql/ directory.
 package migrate
 
@@ -7,9 +8,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"log/slog"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/jackc/tern/v2/migrate"
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+	"github.com/riverqueue/river/rivermigrate"
 
 	streamsql "github.com/streamseal/streamseal/sql"
 )
@@ -58,7 +64,44 @@ func Migrate(ctx context.Context, conn *pgx.Conn) (Result, error) {
 	if err := migrate.InstallCodePackage(ctx, conn, map[string]any{}, code); err != nil {
 		return Result{}, fmt.Errorf("install code package: %w", err)
 	}
+	if err := migrateRiver(ctx, conn); err != nil {
+		return Result{}, err
+	}
 	return Result{From: from, To: known}, nil
+}
+
+// RiverSchema holds River's job tables, apart from streamseal's own.
+const RiverSchema = "streamseal_river"
+
+// migrateRiver applies River's own migrations (the job queue the control plane schedules its
+// periodic work on) in RiverSchema. River runs each of its migrations in its own transaction
+// (some add an enum value the next one uses), so it gets a small pool of its own.
+func migrateRiver(ctx context.Context, conn *pgx.Conn) error {
+	if _, err := conn.Exec(ctx, "create schema if not exists "+RiverSchema); err != nil {
+		return fmt.Errorf("create schema %s: %w", RiverSchema, err)
+	}
+	cfg, err := pgxpool.ParseConfig(conn.Config().ConnString())
+	if err != nil {
+		return err
+	}
+	cfg.MaxConns = 1
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return fmt.Errorf("connect for River migrations: %w", err)
+	}
+	defer pool.Close()
+	migrator, err := rivermigrate.New(riverpgxv5.New(pool), &rivermigrate.Config{Schema: RiverSchema, Logger: quietLogger()})
+	if err != nil {
+		return fmt.Errorf("prepare River migrations: %w", err)
+	}
+	if _, err := migrator.Migrate(ctx, rivermigrate.DirectionUp, nil); err != nil {
+		return fmt.Errorf("apply River migrations: %w", err)
+	}
+	return nil
+}
+
+func quietLogger() *slog.Logger {
+	return slog.New(slog.NewTextHandler(io.Discard, nil))
 }
 
 // MigrateURL connects to databaseURL, migrates it and disconnects.

@@ -10,12 +10,18 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/riverqueue/river"
 
+	"github.com/streamseal/streamseal/controlplane/checkpoint"
+	"github.com/streamseal/streamseal/controlplane/config"
 	"github.com/streamseal/streamseal/controlplane/inbox"
+	"github.com/streamseal/streamseal/controlplane/jobs"
 	"github.com/streamseal/streamseal/controlplane/redelivery"
 	"github.com/streamseal/streamseal/controlplane/relay"
 	"github.com/streamseal/streamseal/controlplane/repair"
@@ -25,11 +31,11 @@ import (
 
 // Config is what a node needs.
 type Config struct {
-	Service string
-	Pool    *pgxpool.Pool
-	NC      *nats.Conn
-	Logger  *slog.Logger
-	Limits  redelivery.Limits
+	Service  string
+	Pool     *pgxpool.Pool
+	NC       *nats.Conn
+	Logger   *slog.Logger
+	Settings config.Config // zero value: config.Defaults()
 	// Suppress injects loss at the inbox's receive seam (tests and the demo only).
 	Suppress inbox.Suppress
 	// NoRelay leaves the relay to the caller (a test that kills and restarts it).
@@ -48,12 +54,16 @@ type Node struct {
 	Relay      *relay.Relay
 	Redelivery *redelivery.Server
 	Repair     *repair.Receiver
+	Publisher  *checkpoint.Publisher
+	Verifier   *checkpoint.Verifier
+	River      *river.Client[pgx.Tx]
 
-	noRelay bool
-	logger  *slog.Logger
-	cancel  context.CancelFunc
-	wg      sync.WaitGroup
-	errs    chan error
+	settings config.Config
+	noRelay  bool
+	logger   *slog.Logger
+	cancel   context.CancelFunc
+	wg       sync.WaitGroup
+	errs     chan error
 }
 
 // New builds a node's components without starting them; adjust hooks, then call Start.
@@ -67,13 +77,28 @@ func New(cfg Config) (*Node, error) {
 		logger = slog.Default()
 	}
 	logger = logger.With("service", cfg.Service)
-	n := &Node{Name: cfg.Service, Pool: cfg.Pool, NC: cfg.NC, JS: js, noRelay: cfg.NoRelay, logger: logger, errs: make(chan error, 8)}
+	settings := cfg.Settings
+	if settings == (config.Config{}) {
+		settings = config.Defaults()
+	}
+	if err := settings.Validate(); err != nil {
+		return nil, err
+	}
+	n := &Node{Name: cfg.Service, Pool: cfg.Pool, NC: cfg.NC, JS: js, settings: settings, noRelay: cfg.NoRelay, logger: logger, errs: make(chan error, 8)}
 	n.Seam = &wire.Seam{Self: cfg.Service, Logger: logger}
 	n.Control = &wire.Control{JS: js, Seam: n.Seam, Logger: logger}
 	n.Inbox = &inbox.Inbox{Pool: cfg.Pool, JS: js, Service: cfg.Service, Logger: logger, Suppress: cfg.Suppress}
 	n.Relay = &relay.Relay{Pool: cfg.Pool, JS: js, Logger: logger}
-	n.Redelivery = &redelivery.Server{Pool: cfg.Pool, JS: js, Service: cfg.Service, Limits: cfg.Limits, Logger: logger}
-	n.Repair = &repair.Receiver{Pool: cfg.Pool, Service: cfg.Service, Logger: logger}
+	n.Redelivery = &redelivery.Server{Pool: cfg.Pool, JS: js, Service: cfg.Service, Limits: settings.Redelivery, Logger: logger}
+	n.Repair = &repair.Receiver{Pool: cfg.Pool, Service: cfg.Service, Logger: logger, AcceptUnservable: true}
+	n.Publisher = &checkpoint.Publisher{Pool: cfg.Pool, JS: js, Service: cfg.Service, Interval: settings.CheckpointInterval, Logger: logger}
+	n.Verifier = &checkpoint.Verifier{Pool: cfg.Pool, JS: js, Service: cfg.Service, Config: settings, Logger: logger}
+	n.Inbox.OnCheckpoint = n.Verifier.Handle
+	client, err := jobs.NewClient(cfg.Pool, settings, n.Publisher, n.Verifier, logger)
+	if err != nil {
+		return nil, err
+	}
+	n.River = client
 	return n, nil
 }
 
@@ -93,6 +118,10 @@ func (n *Node) Start(ctx context.Context) error {
 	n.goRun(runCtx, "inbox", n.Inbox.Run)
 	n.goRun(runCtx, "control", n.Control.Run)
 	n.goRun(runCtx, "redelivery", n.Redelivery.Run)
+	if err := n.River.Start(runCtx); err != nil {
+		cancel()
+		return fmt.Errorf("start River: %w", err)
+	}
 	return nil
 }
 
@@ -119,8 +148,14 @@ func (n *Node) Err() error {
 // Wait blocks until every loop has returned.
 func (n *Node) Wait() { n.wg.Wait() }
 
-// Stop cancels the loops and waits for them. The pool and connection stay the caller's.
+// Stop stops River (letting running jobs finish), cancels the loops and waits for them. The pool
+// and connection stay the caller's.
 func (n *Node) Stop() {
+	stopCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := n.River.Stop(stopCtx); err != nil {
+		n.logger.Warn("node: River did not stop cleanly", "err", err)
+	}
 	if n.cancel != nil {
 		n.cancel()
 	}

@@ -101,20 +101,24 @@ func (s *Server) Run(ctx context.Context) error {
 	}
 }
 
-func (s *Server) fillLimits() {
+func (s *Server) fillLimits() { s.Limits = WithDefaults(s.Limits) }
+
+// WithDefaults returns l with every unset (zero) limit taken from DefaultLimits.
+func WithDefaults(l Limits) Limits {
 	d := DefaultLimits
-	if s.Limits.MaxEventsPerRequest <= 0 {
-		s.Limits.MaxEventsPerRequest = d.MaxEventsPerRequest
+	if l.MaxEventsPerRequest <= 0 {
+		l.MaxEventsPerRequest = d.MaxEventsPerRequest
 	}
-	if s.Limits.PageSize <= 0 {
-		s.Limits.PageSize = d.PageSize
+	if l.PageSize <= 0 {
+		l.PageSize = d.PageSize
 	}
-	if s.Limits.MaxBundleEvents <= 0 {
-		s.Limits.MaxBundleEvents = d.MaxBundleEvents
+	if l.MaxBundleEvents <= 0 {
+		l.MaxBundleEvents = d.MaxBundleEvents
 	}
-	if s.Limits.MaxBundleBytes <= 0 {
-		s.Limits.MaxBundleBytes = d.MaxBundleBytes
+	if l.MaxBundleBytes <= 0 {
+		l.MaxBundleBytes = d.MaxBundleBytes
 	}
+	return l
 }
 
 // build serves one request: authorize, page, bundle, ship, summarize.

@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync/atomic"
 
 	"github.com/google/uuid"
@@ -28,6 +29,10 @@ type Receiver struct {
 	Logger  *slog.Logger
 	// OnSummary, when set, observes every summary an origin sends this service.
 	OnSummary func(wire.RedeliverySummary)
+	// AcceptUnservable records every type_seq range an origin says it cannot serve as an accepted
+	// loss of the lane (streamseal.accept_loss), so the lane's floor moves past it and nobody asks
+	// for it again. Set by the control plane once lanes exist.
+	AcceptUnservable bool
 
 	bundles, stored, refused atomic.Int64
 }
@@ -86,7 +91,7 @@ func (r *Receiver) onBundles(ctx context.Context, envs []wire.Envelope, attachme
 	return nil
 }
 
-func (r *Receiver) onSummary(_ context.Context, env wire.Envelope, _ []byte) error {
+func (r *Receiver) onSummary(ctx context.Context, env wire.Envelope, _ []byte) error {
 	var s wire.RedeliverySummary
 	if err := strictJSON(env.Body, &s); err != nil {
 		return fmt.Errorf("%w: summary from %s: %v", wire.ErrPermanent, env.From, err)
@@ -94,6 +99,12 @@ func (r *Receiver) onSummary(_ context.Context, env wire.Envelope, _ []byte) err
 	for _, u := range s.Unservable {
 		r.Logger.Warn("repair: origin cannot re-deliver", "origin", env.From, "request", s.RequestID,
 			"tenant", u.Tenant, "type", u.Type, "reason", u.Reason, "type_seqs", u.TypeSeqs, "origin_seqs", u.OriginSeqs)
+		if r.AcceptUnservable && len(u.TypeSeqs) > 0 && u.Type != "" {
+			if _, err := r.Pool.Exec(ctx, "select streamseal.accept_loss($1, $2, $3, $4::int8multirange, $5)",
+				env.From, u.Tenant, u.Type, multirange(u.TypeSeqs), u.Reason); err != nil {
+				return fmt.Errorf("accept unservable loss from %s: %w", env.From, err)
+			}
+		}
 	}
 	r.Logger.Info("repair: redelivery finished", "origin", env.From, "request", s.RequestID, "shipped", s.Shipped,
 		"bundles", s.Bundles, "truncated", s.Truncated)
@@ -160,6 +171,14 @@ func Request(ctx context.Context, js jetstream.JetStream, service, origin string
 		return "", err
 	}
 	return req.RequestID, nil
+}
+
+func multirange(rs [][2]int64) string {
+	parts := make([]string, len(rs))
+	for i, r := range rs {
+		parts[i] = fmt.Sprintf("[%d,%d)", r[0], r[1])
+	}
+	return "{" + strings.Join(parts, ",") + "}"
 }
 
 func strictJSON(body []byte, v any) error {

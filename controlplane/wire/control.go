@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -189,16 +190,25 @@ func NewEnvelope(kind, from, to string, body any) (Envelope, error) {
 // Publish sends env (and its attachment) to its addressee's control inbox, or to the broadcast
 // inbox, and waits for JetStream's acknowledgement.
 func Publish(ctx context.Context, js jetstream.JetStream, env Envelope, attachment []byte) error {
-	data, err := Encode(env, attachment)
-	if err != nil {
-		return err
-	}
 	to := env.To
 	if to == "" {
 		to = BroadcastInbox
 	}
-	if _, err := js.Publish(ctx, ControlSubject(to), data); err != nil {
-		return fmt.Errorf("publish %s to %s: %w", env.Kind, to, err)
+	return PublishTo(ctx, js, ControlSubject(to), env, attachment)
+}
+
+// PublishTo sends env to an explicit control subject: an origin's address as learned from its
+// checkpoints. Only subjects under streamseal.ctl. are accepted.
+func PublishTo(ctx context.Context, js jetstream.JetStream, subject string, env Envelope, attachment []byte) error {
+	if !strings.HasPrefix(subject, controlPrefix) || strings.ContainsAny(subject[len(controlPrefix):], ".*> ") {
+		return fmt.Errorf("%q is not a control address", subject)
+	}
+	data, err := Encode(env, attachment)
+	if err != nil {
+		return err
+	}
+	if _, err := js.Publish(ctx, subject, data); err != nil {
+		return fmt.Errorf("publish %s to %s: %w", env.Kind, subject, err)
 	}
 	return nil
 }

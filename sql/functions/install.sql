@@ -25,3 +25,5 @@
 {{ template "grants.sql" . }}
 {{ template "subscriptions.sql" . }}
 {{ template "redelivery.sql" . }}
+{{ template "checkpoints.sql" . }}
+{{ template "lanes.sql" . }}

@@ -1,0 +1,224 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/streamseal/streamseal/controlplane/config"
+	"github.com/streamseal/streamseal/controlplane/harness"
+	"github.com/streamseal/streamseal/controlplane/store"
+)
+
+// DetectOptions sizes the detection benchmark.
+type DetectOptions struct {
+	Interval     time.Duration // checkpoint interval
+	Drops        int           // single lost deliveries, one after the other
+	Small, Large int64         // store sizes for the checkpoint cost
+	Window       int           // events in the window each timed checkpoint covers
+}
+
+// QuickDetect and FullDetect are the --quick and default sizes.
+var (
+	QuickDetect = DetectOptions{Interval: 500 * time.Millisecond, Drops: 3, Small: 100_000, Large: 1_000_000, Window: 1000}
+	FullDetect  = DetectOptions{Interval: 500 * time.Millisecond, Drops: 6, Small: 1_000_000, Large: 10_000_000, Window: 1000}
+)
+
+// Detect measures how many checkpoint intervals pass between a lost delivery and its confirmed,
+// named gap, and how the origin's checkpoint cost changes as the store grows.
+func Detect(ctx context.Context, newDB harness.NewDatabase, opts DetectOptions, out io.Writer) error {
+	worst, err := detectionLatency(ctx, newDB, opts, out)
+	if err != nil {
+		return err
+	}
+	flatness, err := checkpointCost(ctx, newDB, opts, out)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "RESULT detect worst_intervals=%.2f checkpoint_flatness=%.3f\n", worst, flatness)
+	return nil
+}
+
+func detectionLatency(ctx context.Context, newDB harness.NewDatabase, opts DetectOptions, out io.Writer) (float64, error) {
+	h, err := harness.New(ctx, newDB, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		return 0, err
+	}
+	defer h.Close()
+	settings := config.Defaults()
+	settings.CheckpointInterval = opts.Interval
+	settings.MaintenanceInterval = time.Hour
+	settings.RepairMode = config.ReportOnly
+	var mu sync.Mutex
+	lost := map[uuid.UUID]time.Time{}
+	target := uuid.Nil
+	orders, err := h.Start(ctx, "orders", harness.Options{Settings: settings}, nil)
+	if err != nil {
+		return 0, err
+	}
+	billing, err := h.Start(ctx, "billing", harness.Options{Settings: settings, Consumes: []string{"bench.a"},
+		Suppress: func(e store.EventCopy) bool {
+			mu.Lock()
+			defer mu.Unlock()
+			if e.EventID == target {
+				lost[e.EventID] = time.Now()
+				return true
+			}
+			return false
+		}}, nil)
+	if err != nil {
+		return 0, err
+	}
+	fmt.Fprintf(out, "detection: checkpoint interval %s, %d single lost deliveries amid steady traffic\n", opts.Interval, opts.Drops)
+	// Warm up: River elects its leader and the lane is born before anything is measured.
+	if _, err := store.Append(ctx, orders.Pool, []store.NewEvent{{Tenant: "t", StreamID: "s", StreamVersion: 1,
+		EventType: "bench.a", Payload: []byte("{}")}}); err != nil {
+		return 0, err
+	}
+	if err := waitUntil(ctx, func() (bool, error) {
+		var n int
+		err := billing.Pool.QueryRow(ctx, "select count(*) from streamseal.lanes").Scan(&n)
+		return n > 0, err
+	}); err != nil {
+		return 0, err
+	}
+	var latencies []float64
+	version := int64(1)
+	for drop := range opts.Drops {
+		id := uuid.New()
+		mu.Lock()
+		target = id
+		mu.Unlock()
+		// Traffic before and after the lost event, so it sits inside a busy window.
+		for _, e := range []uuid.UUID{uuid.New(), id, uuid.New()} {
+			version++
+			if _, err := store.Append(ctx, orders.Pool, []store.NewEvent{{EventID: e, Tenant: "t", StreamID: "s",
+				StreamVersion: version, EventType: "bench.a", Payload: []byte("{}")}}); err != nil {
+				return 0, err
+			}
+		}
+		var reports int
+		if err := waitUntil(ctx, func() (bool, error) {
+			err := billing.Pool.QueryRow(ctx, "select count(*) from streamseal.gap_reports").Scan(&reports)
+			return reports > drop, err
+		}); err != nil {
+			return 0, err
+		}
+		mu.Lock()
+		at := lost[id]
+		mu.Unlock()
+		intervals := time.Since(at).Seconds() / opts.Interval.Seconds()
+		latencies = append(latencies, intervals)
+		fmt.Fprintf(out, "  drop %d: named %.2f intervals after the loss\n", drop+1, intervals)
+	}
+	worst := slices.Max(latencies)
+	fmt.Fprintf(out, "detection: worst %.2f intervals (target <= 2; a loss waits for the next checkpoint, then one more confirms it)\n", worst)
+	return worst, nil
+}
+
+// checkpointCost times next_checkpoint over a window of opts.Window new events on a store of
+// opts.Small and then opts.Large own events. The history is loaded as already-stamped, already-
+// relayed rows with the write-path triggers off (a fixture: stamping ten million rows one by one
+// would measure the stamper, not the checkpoint).
+func checkpointCost(ctx context.Context, newDB harness.NewDatabase, opts DetectOptions, out io.Writer) (float64, error) {
+	url, err := newDB(ctx, "checkpoint-cost")
+	if err != nil {
+		return 0, err
+	}
+	pool, err := store.Open(ctx, url)
+	if err != nil {
+		return 0, err
+	}
+	defer pool.Close()
+	if err := store.SetServiceName(ctx, pool, "origin"); err != nil {
+		return 0, err
+	}
+	var times []time.Duration
+	loaded := int64(0)
+	for _, size := range []int64{opts.Small, opts.Large} {
+		if err := loadStampedHistory(ctx, pool, loaded, size, true); err != nil {
+			return 0, err
+		}
+		loaded = size
+		var runs []time.Duration
+		for range 5 {
+			d, err := timedCheckpoint(ctx, pool, &loaded, opts.Window)
+			if err != nil {
+				return 0, err
+			}
+			runs = append(runs, d)
+		}
+		slices.Sort(runs)
+		d := runs[len(runs)/2]
+		fmt.Fprintf(out, "checkpoint over %d new events on a store of %d: %s\n", opts.Window, size, d)
+		times = append(times, d)
+	}
+	flatness := ratio(times[1], times[0])
+	fmt.Fprintf(out, "checkpoint cost %d vs %d events: %.2fx (flat = 1)\n", opts.Large, opts.Small, flatness)
+	return flatness, nil
+}
+
+func loadStampedHistory(ctx context.Context, pool *pgxpool.Pool, from, to int64, analyze bool) error {
+	steps := []string{
+		"alter table streamseal.events disable trigger user",
+		`insert into streamseal.events (event_id, origin, origin_seq, type_seq, tenant, stream_id, stream_version, event_type, payload)
+		 select gen_random_uuid(), 'origin', g, g / 100 + 1, 't' || (g % 10), 's' || g, 1, 'type' || (g % 100), '\x7b7d'::bytea
+		 from generate_series($1::bigint + 1, $2::bigint) g`,
+		"alter table streamseal.events enable trigger user",
+		`insert into streamseal.type_seq_counters (tenant, event_type, last_type_seq)
+		 select 't' || i % 10, 'type' || i % 100, $2::bigint / 100 + 1 from generate_series(0, 99) i
+		 on conflict (tenant, event_type) do update set last_type_seq = excluded.last_type_seq`,
+		"update streamseal.stamp_state set last_origin_seq = $2",
+		"update streamseal.relay_state set published_through = $2",
+		"update streamseal.checkpoint_state set published_through = $2 + 1",
+	}
+	tx, err := pool.Begin(ctx)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback(ctx)
+	// Plain integers, inlined: some steps use one bound, some both, some none.
+	bounds := strings.NewReplacer("$1", strconv.FormatInt(from, 10), "$2", strconv.FormatInt(to, 10))
+	for _, step := range steps {
+		if _, err := tx.Exec(ctx, bounds.Replace(step)); err != nil {
+			return fmt.Errorf("load history %d..%d: %w", from, to, err)
+		}
+	}
+	if err := tx.Commit(ctx); err != nil || !analyze {
+		return err
+	}
+	_, err = pool.Exec(ctx, "analyze streamseal.events")
+	return err
+}
+
+// timedCheckpoint appends a window's worth of already-relayed events (untimed) and times the
+// checkpoint that covers them.
+func timedCheckpoint(ctx context.Context, pool *pgxpool.Pool, loaded *int64, window int) (time.Duration, error) {
+	next := *loaded + int64(window)
+	if err := loadStampedHistory(ctx, pool, *loaded, next, false); err != nil {
+		return 0, err
+	}
+	*loaded = next
+	// Re-open the window the fixture closed, so the checkpoint covers the new events.
+	if _, err := pool.Exec(ctx, "update streamseal.checkpoint_state set published_through = $1", next-int64(window)+1); err != nil {
+		return 0, err
+	}
+	start := time.Now()
+	rows, err := pool.Query(ctx, "select * from streamseal.next_checkpoint()")
+	if err != nil {
+		return 0, err
+	}
+	for rows.Next() {
+	}
+	rows.Close()
+	return time.Since(start), rows.Err()
+}

@@ -1,0 +1,120 @@
+package harness_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/streamseal/streamseal/controlplane/config"
+	"github.com/streamseal/streamseal/controlplane/harness"
+	"github.com/streamseal/streamseal/controlplane/store"
+	"github.com/streamseal/streamseal/controlplane/wire"
+)
+
+// Invariant 9 (storm bounds) with invariant 1: half of 20000 deliveries across 500 streams are
+// lost. Each checkpoint cycle sends at most the cap of requests, the store converges over
+// successive cycles, and no range is requested twice.
+func TestCheckpoint_MassLossConvergesWithinTheCap(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	settings := fast(config.AutoRepairCapped, 2)
+	orders := start(t, h, "orders", harness.Options{Settings: settings, Grants: map[string][]string{"billing": eventTypes}}, nil)
+	billing := start(t, h, "billing", harness.Options{Settings: settings, Consumes: eventTypes,
+		Suppress: func(e store.EventCopy) bool { return e.EventID[2]%2 == 0 }}, nil)
+	services := []*harness.Service{orders, billing}
+	appendOrders(t, orders, 20000, 500)
+	waitFor(t, "billing converged to 20000", services, func() bool { return countFrom(t, billing.Pool, "orders") == 20000 })
+	requireSameRows(t, rowsOf(t, orders.Pool, "orders"), rowsOf(t, billing.Pool, "orders"))
+
+	perRound := map[time.Time]int{}
+	requested := map[string][]string{}
+	for _, g := range gapReports(t, billing) {
+		if g.Action != "requested" {
+			continue
+		}
+		perRound[g.Round]++
+		if perRound[g.Round] > 2 {
+			t.Fatalf("checkpoint round %s sent %d requests, cap 2", g.Round, perRound[g.Round])
+		}
+		requested[g.EventType] = append(requested[g.EventType], g.TypeSeqs)
+	}
+	if len(perRound) < 3 {
+		t.Fatalf("requests went out in %d round(s); with 5 lanes and a cap of 2 they need at least 3", len(perRound))
+	}
+	for eventType, ranges := range requested {
+		for i := range ranges {
+			for j := i + 1; j < len(ranges); j++ {
+				var overlap bool
+				if err := billing.Pool.QueryRow(context.Background(), "select $1::int8multirange && $2::int8multirange", ranges[i], ranges[j]).Scan(&overlap); err != nil {
+					t.Fatal(err)
+				}
+				if overlap {
+					t.Fatalf("type %s: ranges %s and %s were both requested", eventType, ranges[i], ranges[j])
+				}
+			}
+		}
+	}
+}
+
+// windowLog records every checkpoint window a consumer verifies.
+type windowLog struct {
+	mu   sync.Mutex
+	seen map[string]int
+}
+
+func (w *windowLog) wrap(s *harness.Service) {
+	inner := s.Inbox.OnCheckpoint
+	s.Inbox.OnCheckpoint = func(ctx context.Context, cp wire.Checkpoint) error {
+		w.mu.Lock()
+		if w.seen == nil {
+			w.seen = map[string]int{}
+		}
+		w.seen[fmt.Sprintf("%s %s [%d,%d)", cp.Origin, cp.Type, cp.From, cp.To)]++
+		w.mu.Unlock()
+		return inner(ctx, cp)
+	}
+}
+
+func (w *windowLog) count() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return len(w.seen)
+}
+
+// Two control-plane replicas of one origin publish exactly one checkpoint per window; a consumer
+// whose control plane restarts raises no false gap.
+func TestCheckpoint_ReplicasAndRestartsRaiseNothingFalse(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	settings := fast(config.AutoRepairCapped, 10)
+	orders := start(t, h, "orders", harness.Options{Settings: settings}, nil)
+	startReplica(t, h, orders, harness.Options{Settings: settings, NoRelay: true})
+	var log windowLog
+	billing := start(t, h, "billing", harness.Options{Settings: settings, Consumes: eventTypes}, log.wrap)
+	services := []*harness.Service{orders, billing}
+
+	for round := range 4 {
+		appendStreams(t, orders, 50, 5, fmt.Sprintf("r%d", round))
+		before := log.count()
+		waitFor(t, "billing verified more checkpoints", services, func() bool { return log.count() >= before+len(eventTypes) })
+	}
+	log.mu.Lock()
+	for window, n := range log.seen {
+		if n != 1 {
+			t.Errorf("checkpoint %s verified %d times: two replicas published it", window, n)
+		}
+	}
+	log.mu.Unlock()
+
+	billing.Stop()
+	restarted := startReplica(t, h, billing, harness.Options{Settings: settings, Consumes: eventTypes})
+	appendStreams(t, orders, 50, 5, "after-restart")
+	waitFor(t, "the restarted consumer caught up", []*harness.Service{orders, restarted}, func() bool {
+		return countFrom(t, restarted.Pool, "orders") == 250 && laneFloor(t, restarted, "orders", "acme", eventTypes[0]) == 50
+	})
+	if g := gapReports(t, restarted); len(g) != 0 {
+		t.Fatalf("false gaps after a restart: %+v", g)
+	}
+}

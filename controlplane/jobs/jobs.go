@@ -1,0 +1,102 @@
+// Package jobs schedules the control plane's periodic work on River: one job kind per SQL entry
+// point (checkpoint: next_checkpoint and the liveness check; maintenance: close_epochs). River
+// elects a leader among a service's replicas and only the leader enqueues periodic jobs; the SQL
+// underneath is safe to run twice anyway (the checkpoint window is taken under a row lock, epoch
+// closes under lane locks). Jobs hold no rule of their own.
+package jobs
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+
+	"github.com/streamseal/streamseal/controlplane/checkpoint"
+	"github.com/streamseal/streamseal/controlplane/config"
+	"github.com/streamseal/streamseal/controlplane/migrate"
+	"github.com/streamseal/streamseal/controlplane/store"
+)
+
+// CheckpointArgs is the periodic checkpoint job: publish this service's checkpoint, then check
+// the liveness of the origins it hears from.
+type CheckpointArgs struct{}
+
+// Kind implements river.JobArgs.
+func (CheckpointArgs) Kind() string { return "streamseal_checkpoint" }
+
+// MaintenanceArgs is the periodic maintenance job: close settled epochs.
+type MaintenanceArgs struct{}
+
+// Kind implements river.JobArgs.
+func (MaintenanceArgs) Kind() string { return "streamseal_maintenance" }
+
+type checkpointWorker struct {
+	river.WorkerDefaults[CheckpointArgs]
+	publisher *checkpoint.Publisher
+	verifier  *checkpoint.Verifier
+}
+
+func (w *checkpointWorker) Work(ctx context.Context, _ *river.Job[CheckpointArgs]) error {
+	if _, err := w.publisher.Publish(ctx); err != nil {
+		return err
+	}
+	return w.verifier.CheckLiveness(ctx)
+}
+
+type maintenanceWorker struct {
+	river.WorkerDefaults[MaintenanceArgs]
+	pool   *pgxpool.Pool
+	cfg    config.Config
+	logger *slog.Logger
+}
+
+func (w *maintenanceWorker) Work(ctx context.Context, _ *river.Job[MaintenanceArgs]) error {
+	closed, err := store.CloseEpochs(ctx, w.pool, store.EpochOptions{MaxEpochs: 100, Width: w.cfg.EpochWidth,
+		Settle: w.cfg.SettleWindow, StallLimit: w.cfg.StallLimit})
+	if err != nil {
+		return err
+	}
+	for _, e := range closed {
+		if e.Forced {
+			w.logger.Warn("maintenance: stalled epoch forced closed; the sweep will verify it", "origin", e.Origin, "epoch", e.Epoch)
+		}
+	}
+	return nil
+}
+
+// NewClient builds the River client of one service with its periodic jobs.
+func NewClient(pool *pgxpool.Pool, cfg config.Config, publisher *checkpoint.Publisher, verifier *checkpoint.Verifier, logger *slog.Logger) (*river.Client[pgx.Tx], error) {
+	workers := river.NewWorkers()
+	if err := river.AddWorkerSafely(workers, &checkpointWorker{publisher: publisher, verifier: verifier}); err != nil {
+		return nil, err
+	}
+	if err := river.AddWorkerSafely(workers, &maintenanceWorker{pool: pool, cfg: cfg, logger: logger}); err != nil {
+		return nil, err
+	}
+	client, err := river.NewClient(riverpgxv5.New(pool), &river.Config{
+		Schema:  migrate.RiverSchema,
+		Logger:  logger,
+		Workers: workers,
+		Queues:  map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: 2}},
+		PeriodicJobs: []*river.PeriodicJob{
+			river.NewPeriodicJob(river.PeriodicInterval(cfg.CheckpointInterval),
+				func() (river.JobArgs, *river.InsertOpts) { return CheckpointArgs{}, nil },
+				&river.PeriodicJobOpts{RunOnStart: true}),
+			river.NewPeriodicJob(river.PeriodicInterval(cfg.MaintenanceInterval),
+				func() (river.JobArgs, *river.InsertOpts) { return MaintenanceArgs{}, nil },
+				&river.PeriodicJobOpts{RunOnStart: true}),
+		},
+		FetchCooldown:     min(100*time.Millisecond, cfg.CheckpointInterval/4),
+		FetchPollInterval: min(time.Second, cfg.CheckpointInterval/2),
+		JobTimeout:        time.Minute,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("River client: %w", err)
+	}
+	return client, nil
+}

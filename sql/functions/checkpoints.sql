@@ -1,0 +1,100 @@
+-- Checkpoints on the origin: the checkpoint job (River periodic, every control-plane replica)
+-- calls next_checkpoint() in a transaction, publishes one checkpoint message per event type on
+-- the type's event subject, then commits. Consumers compare the counts with what they hold
+-- (verify_checkpoint, lanes.sql).
+
+-- next_checkpoint takes the next checkpoint window [window_from, window_to) of this origin's own
+-- lane and returns what it holds per (tenant, event_type). window_from is where the last window
+-- ended; window_to = least(relay published_through, last stamped origin_seq) + 1, so a window
+-- covers only what the relay has put on the wire, and never lies below window_from (the
+-- watermark never regresses; a quiet window is empty, [from, from)).
+--
+-- Concurrency: the checkpoint_state row is locked FOR UPDATE SKIP LOCKED and held until the
+-- caller commits. When another replica holds it the call returns no rows at all (not an empty
+-- window: an empty window published twice would fan identical repairs across the fleet), and the
+-- caller publishes nothing this round. Rolling back returns the window to the next caller.
+--
+-- Rows, own lane only (copies received from other origins are never counted under this
+-- service's identity):
+--   * per (tenant, event_type) with events in the window: n counts the events that are not
+--     at-most-once occurrences (ephemeral ones included: the checkpoint window is their only
+--     integrity window); first_type_seq and last_type_seq span every event of the pair in the
+--     window, at-most-once ones included (type_seqs are dense per pair, so the window holds
+--     exactly [first, last] of it); at_most_once is the multirange of the at-most-once
+--     occurrences' type_seqs (empty when none), which a consumer accepts instead of calling holes.
+--   * per (tenant, event_type) this origin ever numbered that has no event in the window: a
+--     heartbeat, n = 0, first and last null, at_most_once empty (quiet types still checkpoint,
+--     so a tail loss before a quiet period is confirmed by the next, empty checkpoint).
+--   * when the origin never numbered anything: one row with null tenant and event_type, so the
+--     caller still publishes a liveness beat.
+-- Every row carries the window. Cost: one index range read of the window plus the counters.
+create function streamseal.next_checkpoint()
+returns table (window_from bigint, window_to bigint, tenant text, event_type text, n bigint,
+               first_type_seq bigint, last_type_seq bigint, at_most_once int8multirange)
+language plpgsql
+volatile
+set search_path = ''
+-- A window can be wide after an outage; compiling JIT code for one aggregate buys nothing.
+set jit = off
+-- Custom plans always: the window bounds must be visible to the planner so the read walks the
+-- (origin, origin_seq) index over exactly the window.
+set plan_cache_mode = force_custom_plan
+as $$
+declare
+    self text := streamseal.service_name();
+    from_seq bigint;
+    to_seq bigint;
+begin
+    -- GUARD: one checkpointer at a time; a lost race returns nothing, never an empty window.
+    select c.published_through into from_seq
+    from streamseal.checkpoint_state c
+    for update skip locked;
+    if not found then
+        return;
+    end if;
+
+    select greatest(from_seq, least(r.published_through, s.last_origin_seq) + 1)
+    into to_seq
+    from streamseal.relay_state r cross join streamseal.stamp_state s;
+
+    update streamseal.checkpoint_state c
+    set published_through = to_seq, published_at = pg_catalog.now();
+
+    return query
+    with counted as (
+        select e.tenant, e.event_type,
+               -- Not an at-most-once occurrence (bit 2), spelled as the flag values it allows so
+               -- the planner estimates it from statistics (see select_redelivery).
+               pg_catalog.count(*) filter (where e.flags in (0, 1, 4, 5)) as n,
+               pg_catalog.min(e.type_seq) as first_type_seq,
+               pg_catalog.max(e.type_seq) as last_type_seq,
+               coalesce(pg_catalog.range_agg(pg_catalog.int8range(e.type_seq, e.type_seq + 1))
+                            filter (where e.flags in (2, 3, 6, 7)),
+                        '{}'::pg_catalog.int8multirange) as at_most_once
+        from streamseal.events e
+        where e.origin = self
+          and e.origin_seq >= from_seq
+          and e.origin_seq < to_seq
+        group by e.tenant, e.event_type
+    ), heartbeats as (
+        select c.tenant, c.event_type, 0::bigint as n, null::bigint as first_type_seq,
+               null::bigint as last_type_seq, '{}'::pg_catalog.int8multirange as at_most_once
+        from streamseal.type_seq_counters c
+        where not exists (
+            select from counted k where k.tenant = c.tenant and k.event_type = c.event_type)
+    ), pairs as (
+        select k.tenant, k.event_type, k.n, k.first_type_seq, k.last_type_seq, k.at_most_once from counted k
+        union all
+        select h.tenant, h.event_type, h.n, h.first_type_seq, h.last_type_seq, h.at_most_once from heartbeats h
+    ), answer as (
+        select p.tenant, p.event_type, p.n, p.first_type_seq, p.last_type_seq, p.at_most_once from pairs p
+        union all
+        -- Nothing ever numbered: the liveness beat alone.
+        select null, null, 0, null, null, '{}'
+        where not exists (select from pairs)
+    )
+    select from_seq, to_seq, a.tenant, a.event_type, a.n, a.first_type_seq, a.last_type_seq, a.at_most_once
+    from answer a
+    order by a.tenant nulls first, a.event_type;
+end
+$$;
