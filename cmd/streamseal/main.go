@@ -17,7 +17,10 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/streamseal/streamseal/controlplane/audit"
 	"github.com/streamseal/streamseal/controlplane/bench"
 	"github.com/streamseal/streamseal/controlplane/config"
 	"github.com/streamseal/streamseal/controlplane/demo"
@@ -37,6 +40,7 @@ commands:
   migrate   apply migrations and re-install the SQL functions (idempotent)
   run       run the control plane of one service: stamper, relay, inbox, redelivery
   repair    ask an origin to re-deliver events and show progress until they are stored
+  audit     run one deep audit now against every known origin (or --origin) and print findings
   demo      a walk-through on a throwaway database: append, stamp, digests, verification
   bench     run a benchmark: bench write|epochs|repair|detect [--quick]
 
@@ -73,6 +77,7 @@ func dispatch(ctx context.Context, args []string, out io.Writer) error {
 		"demo":    cmdDemo,
 		"bench":   cmdBench,
 		"repair":  cmdRepair,
+		"audit":   cmdAudit,
 	}
 	cmd, ok := commands[args[0]]
 	if !ok {
@@ -258,6 +263,94 @@ func cmdRepair(ctx context.Context, args []string, out io.Writer) error {
 	op := &repair.Operator{Pool: pool, NC: nc, Service: service, Out: out, Terminal: repair.IsTerminal(os.Stdout)}
 	_, err = op.Run(ctx, *origin, req)
 	return err
+}
+
+func cmdAudit(ctx context.Context, args []string, out io.Writer) error {
+	fs := newFlags("audit")
+	databaseURL := databaseURLFlag(fs, "this (consumer) service's database")
+	natsURL := natsURLFlag(fs)
+	origin := fs.String("origin", "", "audit only this origin (default: every origin this service has heard from)")
+	full := fs.Bool("full", false, "compare the whole history from 0, not just the window above the seal")
+	settings := config.Defaults()
+	if err := settings.RegisterFlags(fs); err != nil {
+		fmt.Fprintln(os.Stderr, "streamseal audit:", err)
+		return errUsage
+	}
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if err := settings.Validate(); err != nil {
+		fmt.Fprintln(os.Stderr, "streamseal audit:", err)
+		return errUsage
+	}
+	if *databaseURL == "" || *natsURL == "" {
+		fmt.Fprintln(os.Stderr, "streamseal audit: --database-url and --nats-url are required")
+		return errUsage
+	}
+	pool, err := store.Open(ctx, *databaseURL)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	service, err := store.ServiceName(ctx, pool)
+	if err != nil {
+		return err
+	}
+	nc, err := wire.Connect(*natsURL, service+"-audit", slog.Default())
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return err
+	}
+	auditor := &audit.Auditor{Pool: pool, JS: js, Service: service, Config: settings, Logger: slog.Default(),
+		Limits: audit.Limits{MaxDrillDownTypes: settings.MaxDrillDownTypesPerAudit, MaxDigests: settings.MaxDigestsPerManifest,
+			MaxRequests: settings.MaxAutoRepairRequestsPerAudit}}
+	// Answers land on this service's control subject; the running control plane consumes them
+	// too (and ignores them: it is not waiting). This command listens beside it.
+	sub, err := nc.Subscribe(wire.ControlSubject(service), func(m *nats.Msg) {
+		if env, _, err := wire.Decode(m.Data, 0); err == nil && env.Kind == wire.KindManifestAnswer {
+			_ = auditor.Accept(env)
+		}
+	})
+	if err != nil {
+		return err
+	}
+	defer sub.Unsubscribe()
+	findings, err := auditor.Run(ctx, audit.Scope{Origin: *origin, Full: *full})
+	for _, f := range findings {
+		printFinding(out, f, settings.RepairMode)
+	}
+	if err == nil && len(findings) == 0 {
+		fmt.Fprintln(out, "audit: no known origin (this service learns origins from their checkpoints)")
+	}
+	return err
+}
+
+func printFinding(out io.Writer, f audit.Finding, mode string) {
+	if f.Skipped != "" {
+		fmt.Fprintf(out, "audit %s: skipped: %s\n", f.Origin, f.Skipped)
+		return
+	}
+	byReason := map[string]int{}
+	for _, b := range f.Divergent {
+		byReason[b.Reason]++
+	}
+	fmt.Fprintf(out, "audit %s: window [%d, %d): %d divergent buckets (deficit %d, identity_mismatch %d, local_extra %d)\n",
+		f.Origin, f.From, f.To, len(f.Divergent), byReason["deficit"], byReason["identity_mismatch"], byReason["local_extra"])
+	for _, b := range f.Divergent {
+		fmt.Fprintf(out, "  %-17s %s/%s stream %s: local n=%d, origin n=%d\n", b.Reason, b.Tenant, b.Type, b.Stream, b.LocalN, b.OriginN)
+	}
+	verb := "sent"
+	if mode == config.ReportOnly {
+		verb = "would send (report-only)"
+	}
+	fmt.Fprintf(out, "audit %s: repair requests %s: %d\n", f.Origin, verb, f.Requests)
+	if f.Sealed {
+		fmt.Fprintf(out, "audit %s: window certified; seal now %d\n", f.Origin, f.SealedThrough)
+	}
 }
 
 func natsURLFlag(fs *flag.FlagSet) *string {

@@ -33,6 +33,13 @@ type Config struct {
 	SettleWindow                       time.Duration
 	StallLimit                         time.Duration
 	Redelivery                         redelivery.Limits
+	AuditInterval                      time.Duration
+	StartupAuditMaxJitter              time.Duration
+	MaxAutoRepairRequestsPerAudit      int
+	MaxDrillDownTypesPerAudit          int
+	MaxDigestsPerManifest              int
+	DivergenceReportCooldown           time.Duration
+	MaxRepairAttemptsPerBucket         int
 }
 
 // Defaults are the proposal's production defaults.
@@ -48,6 +55,13 @@ func Defaults() Config {
 		SettleWindow:                       60 * time.Minute,
 		StallLimit:                         3600 * time.Second,
 		Redelivery:                         redelivery.DefaultLimits,
+		AuditInterval:                      1440 * time.Minute,
+		StartupAuditMaxJitter:              300 * time.Second,
+		MaxAutoRepairRequestsPerAudit:      25,
+		MaxDrillDownTypesPerAudit:          10,
+		MaxDigestsPerManifest:              500,
+		DivergenceReportCooldown:           60 * time.Minute,
+		MaxRepairAttemptsPerBucket:         8,
 	}
 }
 
@@ -111,10 +125,17 @@ func (c *Config) options() []option {
 	add("maintenance-interval", "how often epochs close and liveness is checked (10ms..24h)", func() (func(string) error, func() string) { return duration(&c.MaintenanceInterval) })
 	add("repair-mode", "auto-repair-capped (repair confirmed gaps, capped) or report-only (record what would be requested)", func() (func(string) error, func() string) { return text(&c.RepairMode) })
 	add("max-auto-repair-requests-per-checkpoint", "repair requests sent per checkpoint at most; the rest wait for the next (1..10000)", func() (func(string) error, func() string) { return integer(&c.MaxAutoRepairRequestsPerCheckpoint) })
-	add("repair-retry-after", "how long a requested, still-missing range waits before it is asked for again (10ms..24h)", func() (func(string) error, func() string) { return duration(&c.RepairRetryAfter) })
+	add("repair-retry-after", "the repair ledger's backoff base: a bucket's k-th repair request waits base x 2^(k-1) (10ms..24h)", func() (func(string) error, func() string) { return duration(&c.RepairRetryAfter) })
 	add("epoch-width", "origin_seq width of a new lane's epochs, pinned at its first close (1..1000000000)", func() (func(string) error, func() string) { return integer64(&c.EpochWidth) })
 	add("settle-window", "how long an arrival stays unsettled (blocks its epoch from closing) (0s..7d)", func() (func(string) error, func() string) { return duration(&c.SettleWindow) })
 	add("stall-limit", "how long a blocked epoch waits before one is forced through per maintenance run (0s..7d)", func() (func(string) error, func() string) { return duration(&c.StallLimit) })
+	add("audit-interval", "how often the deep audit runs after the first (10ms..30d)", func() (func(string) error, func() string) { return duration(&c.AuditInterval) })
+	add("startup-audit-max-jitter", "the first audit runs 30s plus up to this much after start (0s..1h)", func() (func(string) error, func() string) { return duration(&c.StartupAuditMaxJitter) })
+	add("max-auto-repair-requests-per-audit", "repair requests one audit sends at most (1..10000)", func() (func(string) error, func() string) { return integer(&c.MaxAutoRepairRequestsPerAudit) })
+	add("max-drill-down-types-per-audit", "mismatched types one audit drills into (1..10000)", func() (func(string) error, func() string) { return integer(&c.MaxDrillDownTypesPerAudit) })
+	add("max-digests-per-manifest", "digests per manifest chunk (1..100000)", func() (func(string) error, func() string) { return integer(&c.MaxDigestsPerManifest) })
+	add("divergence-report-cooldown", "an unchanged divergence is re-reported once per this (10ms..7d)", func() (func(string) error, func() string) { return duration(&c.DivergenceReportCooldown) })
+	add("max-repair-attempts-per-bucket", "after this many requests a bucket's backoff stays at its slowest rung and it alarms as exhausted (1..100)", func() (func(string) error, func() string) { return integer(&c.MaxRepairAttemptsPerBucket) })
 	add("max-events-per-request", "the most events one redelivery request is served (1..1000000)", func() (func(string) error, func() string) { return integer(&c.Redelivery.MaxEventsPerRequest) })
 	return out
 }
@@ -159,5 +180,12 @@ func (c Config) Validate() error {
 	durationIn("settle-window", c.SettleWindow, 0, 7*24*time.Hour)
 	durationIn("stall-limit", c.StallLimit, 0, 7*24*time.Hour)
 	intIn("max-events-per-request", int64(c.Redelivery.MaxEventsPerRequest), 1, 1_000_000)
+	durationIn("audit-interval", c.AuditInterval, 10*time.Millisecond, 30*24*time.Hour)
+	durationIn("startup-audit-max-jitter", c.StartupAuditMaxJitter, 0, time.Hour)
+	intIn("max-auto-repair-requests-per-audit", int64(c.MaxAutoRepairRequestsPerAudit), 1, 10000)
+	intIn("max-drill-down-types-per-audit", int64(c.MaxDrillDownTypesPerAudit), 1, 10000)
+	intIn("max-digests-per-manifest", int64(c.MaxDigestsPerManifest), 1, 100000)
+	durationIn("divergence-report-cooldown", c.DivergenceReportCooldown, 10*time.Millisecond, 7*24*time.Hour)
+	intIn("max-repair-attempts-per-bucket", int64(c.MaxRepairAttemptsPerBucket), 1, 100)
 	return errors.Join(errs...)
 }

@@ -141,6 +141,7 @@ func (h *Harness) startNode(ctx context.Context, name string, pool *pgxpool.Pool
 		settings = config.Defaults()
 		settings.CheckpointInterval = time.Hour
 		settings.MaintenanceInterval = time.Hour
+		settings.AuditInterval = 30 * 24 * time.Hour
 	}
 	if opts.Limits != (redelivery.Limits{}) {
 		settings.Redelivery = redelivery.WithDefaults(opts.Limits)

@@ -1,5 +1,6 @@
 // Package jobs schedules the control plane's periodic work on River: one job kind per SQL entry
-// point (checkpoint: next_checkpoint and the liveness check; maintenance: close_epochs). River
+// point (checkpoint: next_checkpoint and the liveness check; maintenance: close_epochs; audit:
+// the manifest exchange and comparison). River
 // elects a leader among a service's replicas and only the leader enqueues periodic jobs; the SQL
 // underneath is safe to run twice anyway (the checkpoint window is taken under a row lock, epoch
 // closes under lane locks). Jobs hold no rule of their own.
@@ -9,6 +10,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -16,6 +18,7 @@ import (
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 
+	"github.com/streamseal/streamseal/controlplane/audit"
 	"github.com/streamseal/streamseal/controlplane/checkpoint"
 	"github.com/streamseal/streamseal/controlplane/config"
 	"github.com/streamseal/streamseal/controlplane/migrate"
@@ -34,6 +37,39 @@ type MaintenanceArgs struct{}
 
 // Kind implements river.JobArgs.
 func (MaintenanceArgs) Kind() string { return "streamseal_maintenance" }
+
+// AuditArgs is the periodic deep audit job.
+type AuditArgs struct{}
+
+// Kind implements river.JobArgs.
+func (AuditArgs) Kind() string { return "streamseal_audit" }
+
+type auditWorker struct {
+	river.WorkerDefaults[AuditArgs]
+	auditor *audit.Auditor
+}
+
+func (w *auditWorker) Work(ctx context.Context, _ *river.Job[AuditArgs]) error {
+	_, err := w.auditor.RunOnce(ctx)
+	return err
+}
+
+// Timeout lets an audit wait for its origins' answers longer than the default job timeout.
+func (w *auditWorker) Timeout(*river.Job[AuditArgs]) time.Duration { return 10 * time.Minute }
+
+// startupThenEvery is the audit's schedule: the first run 30 s plus a random splay after start
+// (so a fleet's deploy does not audit in lockstep), then every interval.
+type startupThenEvery struct {
+	first    time.Time
+	interval time.Duration
+}
+
+func (s *startupThenEvery) Next(current time.Time) time.Time {
+	if current.Before(s.first) {
+		return s.first
+	}
+	return current.Add(s.interval)
+}
 
 type checkpointWorker struct {
 	river.WorkerDefaults[CheckpointArgs]
@@ -70,13 +106,20 @@ func (w *maintenanceWorker) Work(ctx context.Context, _ *river.Job[MaintenanceAr
 }
 
 // NewClient builds the River client of one service with its periodic jobs.
-func NewClient(pool *pgxpool.Pool, cfg config.Config, publisher *checkpoint.Publisher, verifier *checkpoint.Verifier, logger *slog.Logger) (*river.Client[pgx.Tx], error) {
+func NewClient(pool *pgxpool.Pool, cfg config.Config, publisher *checkpoint.Publisher, verifier *checkpoint.Verifier, auditor *audit.Auditor, logger *slog.Logger) (*river.Client[pgx.Tx], error) {
 	workers := river.NewWorkers()
 	if err := river.AddWorkerSafely(workers, &checkpointWorker{publisher: publisher, verifier: verifier}); err != nil {
 		return nil, err
 	}
 	if err := river.AddWorkerSafely(workers, &maintenanceWorker{pool: pool, cfg: cfg, logger: logger}); err != nil {
 		return nil, err
+	}
+	if err := river.AddWorkerSafely(workers, &auditWorker{auditor: auditor}); err != nil {
+		return nil, err
+	}
+	firstAudit := time.Now().Add(min(30*time.Second, cfg.AuditInterval))
+	if cfg.StartupAuditMaxJitter > 0 {
+		firstAudit = firstAudit.Add(time.Duration(rand.Int64N(int64(cfg.StartupAuditMaxJitter))))
 	}
 	client, err := river.NewClient(riverpgxv5.New(pool), &river.Config{
 		Schema:  migrate.RiverSchema,
@@ -90,6 +133,8 @@ func NewClient(pool *pgxpool.Pool, cfg config.Config, publisher *checkpoint.Publ
 			river.NewPeriodicJob(river.PeriodicInterval(cfg.MaintenanceInterval),
 				func() (river.JobArgs, *river.InsertOpts) { return MaintenanceArgs{}, nil },
 				&river.PeriodicJobOpts{RunOnStart: true}),
+			river.NewPeriodicJob(&startupThenEvery{first: firstAudit, interval: cfg.AuditInterval},
+				func() (river.JobArgs, *river.InsertOpts) { return AuditArgs{}, nil }, nil),
 		},
 		FetchCooldown:     min(100*time.Millisecond, cfg.CheckpointInterval/4),
 		FetchPollInterval: min(time.Second, cfg.CheckpointInterval/2),

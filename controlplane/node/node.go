@@ -18,10 +18,12 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/riverqueue/river"
 
+	"github.com/streamseal/streamseal/controlplane/audit"
 	"github.com/streamseal/streamseal/controlplane/checkpoint"
 	"github.com/streamseal/streamseal/controlplane/config"
 	"github.com/streamseal/streamseal/controlplane/inbox"
 	"github.com/streamseal/streamseal/controlplane/jobs"
+	"github.com/streamseal/streamseal/controlplane/manifest"
 	"github.com/streamseal/streamseal/controlplane/redelivery"
 	"github.com/streamseal/streamseal/controlplane/relay"
 	"github.com/streamseal/streamseal/controlplane/repair"
@@ -56,6 +58,8 @@ type Node struct {
 	Repair     *repair.Receiver
 	Publisher  *checkpoint.Publisher
 	Verifier   *checkpoint.Verifier
+	Manifest   *manifest.Server
+	Auditor    *audit.Auditor
 	River      *river.Client[pgx.Tx]
 
 	settings config.Config
@@ -94,7 +98,11 @@ func New(cfg Config) (*Node, error) {
 	n.Publisher = &checkpoint.Publisher{Pool: cfg.Pool, JS: js, Service: cfg.Service, Interval: settings.CheckpointInterval, Logger: logger}
 	n.Verifier = &checkpoint.Verifier{Pool: cfg.Pool, JS: js, Service: cfg.Service, Config: settings, Logger: logger}
 	n.Inbox.OnCheckpoint = n.Verifier.Handle
-	client, err := jobs.NewClient(cfg.Pool, settings, n.Publisher, n.Verifier, logger)
+	n.Manifest = &manifest.Server{Pool: cfg.Pool, JS: js, Service: cfg.Service, MaxDigests: settings.MaxDigestsPerManifest, Logger: logger}
+	n.Auditor = &audit.Auditor{Pool: cfg.Pool, JS: js, Service: cfg.Service, Config: settings, Logger: logger,
+		Limits: audit.Limits{MaxDrillDownTypes: settings.MaxDrillDownTypesPerAudit, MaxDigests: settings.MaxDigestsPerManifest,
+			MaxRequests: settings.MaxAutoRepairRequestsPerAudit}}
+	client, err := jobs.NewClient(cfg.Pool, settings, n.Publisher, n.Verifier, n.Auditor, logger)
 	if err != nil {
 		return nil, err
 	}
@@ -109,6 +117,8 @@ func (n *Node) Start(ctx context.Context) error {
 	}
 	n.Redelivery.Register(n.Control)
 	n.Repair.Register(n.Control)
+	n.Manifest.Register(n.Control)
+	n.Auditor.Register(n.Control)
 	runCtx, cancel := context.WithCancel(ctx)
 	n.cancel = cancel
 	n.goRun(runCtx, "stamper", (&stamper.Loop{Pool: n.Pool, Logger: n.logger}).Run)

@@ -27,3 +27,5 @@
 {{ template "redelivery.sql" . }}
 {{ template "checkpoints.sql" . }}
 {{ template "lanes.sql" . }}
+{{ template "comparison.sql" . }}
+{{ template "ledger.sql" . }}

@@ -1,0 +1,56 @@
+package wire
+
+// Manifest kinds: a consumer asks an origin for digests of a window, the origin answers.
+const (
+	KindManifestRequest = "manifest_request"
+	KindManifestAnswer  = "manifest_answer"
+)
+
+func init() {
+	knownKinds[KindManifestRequest] = true
+	knownKinds[KindManifestAnswer] = true
+}
+
+// Manifest levels.
+const (
+	LevelTypes   = "types"   // one digest per (tenant, type): O(types) on the wire
+	LevelStreams = "streams" // one per (stream, tenant, type) of the named types, paged by stream
+)
+
+// ManifestRequest asks for the digests of [From, To) at Level. A stream-level request names its
+// types and resumes after AfterStream.
+type ManifestRequest struct {
+	RequestID   string   `json:"request_id"`
+	Level       string   `json:"level"`
+	From        int64    `json:"from"`
+	To          int64    `json:"to"`
+	Types       []string `json:"types,omitempty"`
+	AfterStream string   `json:"after_stream,omitempty"`
+	MaxDigests  int      `json:"max_digests"`
+}
+
+// ManifestDigest is one bucket's fold; Stream is empty at type level.
+type ManifestDigest struct {
+	Stream string `json:"s,omitempty"`
+	Tenant string `json:"tn"`
+	Type   string `json:"ty"`
+	X0     int64  `json:"x0"`
+	X1     int64  `json:"x1"`
+	N      int64  `json:"n"`
+}
+
+// ManifestAnswer is one chunk of an origin's answer. Every chunk carries the watermark (the
+// exclusive end actually covered) and the generation; a non-empty ResumeAfter means the
+// stream-level window is incomplete (ask again after it).
+type ManifestAnswer struct {
+	RequestID   string           `json:"request_id"`
+	Origin      string           `json:"origin"`
+	Level       string           `json:"level"`
+	From        int64            `json:"from"`
+	Watermark   int64            `json:"watermark"`
+	Generation  int64            `json:"generation"`
+	Chunk       int              `json:"chunk"`
+	Chunks      int              `json:"chunks"`
+	Digests     []ManifestDigest `json:"digests"`
+	ResumeAfter string           `json:"resume_after,omitempty"`
+}

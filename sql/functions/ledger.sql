@@ -1,0 +1,382 @@
+-- The repair ledger on the consumer (DESIGN.md "Ledger", invariant 9): what the audit job
+-- reported and asked about each divergent bucket, so an unchanged divergence is not re-reported
+-- every cycle, repair requests back off, and a restart or a second replica repeats nothing. The
+-- audit job calls ledger_observe with a comparison's differing buckets and ledger_heal with the
+-- ledgered buckets that now match; the maintenance job reads ledger_backlog for the gauges.
+--
+-- Buckets travel as a JSON array of objects whose keys are the column names of
+-- compare_stream_digests, so a comparison feeds the ledger unchanged:
+--   ledger_observe(origin, (select jsonb_agg(c) from streamseal.compare_stream_digests(...) c))
+-- Only these keys are read: tenant, event_type, stream_id (strings); for ledger_observe also
+-- reason, local_x0, local_x1, local_n, origin_x0, origin_x1, origin_n (integers) and skipped
+-- (optional boolean). Other keys are ignored.
+
+-- _ledger_lock_key is the advisory lock that serializes the ledger of one origin: observe and
+-- heal read a bucket's row and decide from it, so two replicas auditing the same origin must
+-- take turns or both would report and request what only one should.
+create function streamseal._ledger_lock_key(origin text)
+returns bigint
+language sql
+immutable
+as $$ select pg_catalog.hashtextextended('streamseal.ledger:' || _ledger_lock_key.origin, 0) $$;
+
+-- _require_ledger_origin refuses an origin that is not another service: a ledger tracks this
+-- store's copy of another origin's lane.
+create function streamseal._require_ledger_origin(caller text, origin text)
+returns void
+language plpgsql
+stable
+set search_path = ''
+as $$
+begin
+    if _require_ledger_origin.origin is null or _require_ledger_origin.origin !~ '^[a-z][a-z0-9-]{0,62}$' then
+        raise exception '%: origin % is invalid: expected a service name [a-z][a-z0-9-]{0,62}',
+            _require_ledger_origin.caller, coalesce(pg_catalog.quote_literal(_require_ledger_origin.origin), 'null')
+            using errcode = '22023';
+    end if;
+    if _require_ledger_origin.origin = streamseal.service_name() then
+        raise exception '%: origin "%" is this service: the ledger tracks copies of other origins'' lanes',
+            _require_ledger_origin.caller, _require_ledger_origin.origin
+            using errcode = '22023';
+    end if;
+end
+$$;
+
+-- _json_is_int64 says whether a JSON value is an integer that fits a bigint.
+create function streamseal._json_is_int64(value jsonb)
+returns boolean
+language sql
+immutable
+as $$
+    select case
+        when pg_catalog.jsonb_typeof(_json_is_int64.value) = 'number' then (
+            select v.n = pg_catalog.trunc(v.n) and v.n between -9223372036854775808 and 9223372036854775807
+            from (select _json_is_int64.value::numeric as n) v)
+        else false
+    end
+$$;
+
+-- _ledger_key_problem names what is wrong with the key of one bucket object, or returns null.
+create function streamseal._ledger_key_problem(bucket jsonb)
+returns text
+language sql
+stable
+as $$
+    select case
+        when pg_catalog.jsonb_typeof(_ledger_key_problem.bucket) is distinct from 'object' then
+            pg_catalog.format('%s is invalid: expected an object', coalesce(pg_catalog.left(_ledger_key_problem.bucket::text, 200), 'null'))
+        when pg_catalog.jsonb_typeof(_ledger_key_problem.bucket -> 'tenant') is distinct from 'string' then
+            pg_catalog.format('tenant %s is invalid: expected a string ('''' for a single-tenant service)',
+                              coalesce(_ledger_key_problem.bucket -> 'tenant', 'null'))
+        when pg_catalog.jsonb_typeof(_ledger_key_problem.bucket -> 'event_type') is distinct from 'string'
+          or _ledger_key_problem.bucket ->> 'event_type' = '' then
+            pg_catalog.format('event_type %s is invalid: expected a non-empty string',
+                              coalesce(_ledger_key_problem.bucket -> 'event_type', 'null'))
+        when pg_catalog.jsonb_typeof(_ledger_key_problem.bucket -> 'stream_id') is distinct from 'string'
+          or _ledger_key_problem.bucket ->> 'stream_id' = '' then
+            pg_catalog.format('stream_id %s is invalid: expected a non-empty string',
+                              coalesce(_ledger_key_problem.bucket -> 'stream_id', 'null'))
+    end
+$$;
+
+-- _ledger_signature_problem names what is wrong with the observation in one bucket object (its
+-- reason, its two folds, its skipped flag), or returns null. The reason must be the one the
+-- folds give (_divergence_reason): a caller cannot ask for a deficit the digests do not show,
+-- nor ledger a bucket whose folds agree.
+create function streamseal._ledger_signature_problem(bucket jsonb)
+returns text
+language sql
+stable
+as $$
+    select coalesce(
+        (select pg_catalog.format('%s %s is invalid: expected an integer that fits a bigint', k.name,
+                                  coalesce(_ledger_signature_problem.bucket -> k.name, 'null'))
+         from pg_catalog.unnest(array['local_x0', 'local_x1', 'local_n', 'origin_x0', 'origin_x1', 'origin_n'])
+              with ordinality as k(name, position)
+         where not streamseal._json_is_int64(_ledger_signature_problem.bucket -> k.name)
+         order by k.position
+         limit 1),
+        (select case
+            when pg_catalog.jsonb_typeof(_ledger_signature_problem.bucket -> 'skipped') not in ('boolean', 'null') then
+                pg_catalog.format('skipped %s is invalid: expected true, false or nothing', _ledger_signature_problem.bucket -> 'skipped')
+            when s.reason is null or s.reason not in ('deficit', 'identity_mismatch', 'local_extra') then
+                pg_catalog.format('reason %s is invalid: expected deficit, identity_mismatch or local_extra',
+                                  coalesce(_ledger_signature_problem.bucket -> 'reason', 'null'))
+            when s.local_n < 0 or s.origin_n < 0 then
+                pg_catalog.format('counts local_n %s, origin_n %s are invalid: expected n >= 0', s.local_n, s.origin_n)
+            when streamseal._divergence_reason(s.local_x0, s.local_x1, s.local_n, s.origin_x0, s.origin_x1, s.origin_n) is null then
+                pg_catalog.format('folds local (%s, %s, %s) and origin (%s, %s, %s) agree: expected a divergent bucket',
+                                  s.local_x0, s.local_x1, s.local_n, s.origin_x0, s.origin_x1, s.origin_n)
+            when s.reason <> streamseal._divergence_reason(s.local_x0, s.local_x1, s.local_n, s.origin_x0, s.origin_x1, s.origin_n) then
+                pg_catalog.format('reason %L does not match the folds local (%s, %s, %s) and origin (%s, %s, %s): expected %L',
+                                  s.reason, s.local_x0, s.local_x1, s.local_n, s.origin_x0, s.origin_x1, s.origin_n,
+                                  streamseal._divergence_reason(s.local_x0, s.local_x1, s.local_n,
+                                                                s.origin_x0, s.origin_x1, s.origin_n))
+         end
+         from (select _ledger_signature_problem.bucket ->> 'reason' as reason,
+                      (_ledger_signature_problem.bucket -> 'local_x0')::numeric::bigint as local_x0,
+                      (_ledger_signature_problem.bucket -> 'local_x1')::numeric::bigint as local_x1,
+                      (_ledger_signature_problem.bucket -> 'local_n')::numeric::bigint as local_n,
+                      (_ledger_signature_problem.bucket -> 'origin_x0')::numeric::bigint as origin_x0,
+                      (_ledger_signature_problem.bucket -> 'origin_x1')::numeric::bigint as origin_x1,
+                      (_ledger_signature_problem.bucket -> 'origin_n')::numeric::bigint as origin_n) s))
+$$;
+
+-- ledger_observe records one comparison's divergent buckets of origin (a JSON array, see the
+-- header; a bucket with "skipped": true is in flight and is ignored) and tells the caller, per
+-- bucket, whether to report it and whether to request its repair:
+--   * first sighting: the row is inserted; report; request when the reason is 'deficit'.
+--   * same signature (reason and all six digest values unchanged): report only when the last
+--     report is at least cooldown old; request only a deficit, only once now_at reaches
+--     next_attempt_at.
+--   * changed signature (either fold moved: progress or fresh damage): news. Report now, the
+--     repair budget restarts (attempts from 0), request when it is a deficit. first_seen_at
+--     stays: the bucket has not healed since.
+--   * identity_mismatch and local_extra are never requested: redelivery cannot move such a fold
+--     and local history is never deleted on a remote's say-so (invariant 10). They alarm.
+-- Each request counts an attempt and sets next_attempt_at = now_at + backoff_base * 2^(k - 1),
+-- k = least(attempts, max_attempts): the wait doubles up to the slowest rung and stays there
+-- (never longer than 100 years, so a long ladder on a long base stays representable).
+-- A bucket that spent its budget is never dropped (a ladder that stops goes silent forever): it
+-- keeps being requested at the slowest rung and reported at the cooldown, and settled = true
+-- (attempts >= max_attempts) tells the caller to raise it as an alarm for an operator.
+-- Returns the state after the call; attempts counts the requests under the current signature.
+-- now_at is the clock for every decision (injectable for tests). Calls for one origin take
+-- turns (an advisory transaction lock), so replicas sharing the ledger repeat nothing; call it
+-- in a READ COMMITTED transaction so each turn reads what the previous one committed.
+create function streamseal.ledger_observe(
+    origin text, buckets jsonb, cooldown interval default interval '60 minutes',
+    backoff_base interval default interval '300 seconds', max_attempts integer default 8,
+    now_at timestamptz default pg_catalog.now())
+returns table (tenant text, event_type text, stream_id text, reason text, report boolean, request boolean,
+               attempts integer, settled boolean)
+language plpgsql
+volatile
+set search_path = ''
+as $$
+declare
+    bad record;
+begin
+    -- GUARD: the options and the whole batch are checked before anything is written.
+    perform streamseal._require_ledger_origin('ledger_observe', ledger_observe.origin);
+    if ledger_observe.cooldown is null or ledger_observe.cooldown < interval '0' then
+        raise exception 'ledger_observe: cooldown % is invalid: expected a non-negative interval',
+            coalesce(ledger_observe.cooldown::text, 'null')
+            using errcode = '22023';
+    end if;
+    if ledger_observe.backoff_base is null or ledger_observe.backoff_base <= interval '0' then
+        raise exception 'ledger_observe: backoff_base % is invalid: expected a positive interval',
+            coalesce(ledger_observe.backoff_base::text, 'null')
+            using errcode = '22023';
+    end if;
+    if ledger_observe.max_attempts is null or ledger_observe.max_attempts < 1 then
+        raise exception 'ledger_observe: max_attempts % is invalid: expected a positive number of attempts',
+            coalesce(ledger_observe.max_attempts::text, 'null')
+            using errcode = '22023';
+    end if;
+    if ledger_observe.now_at is null or not pg_catalog.isfinite(ledger_observe.now_at) then
+        raise exception 'ledger_observe: now_at % is invalid: expected a finite time',
+            coalesce(ledger_observe.now_at::text, 'null')
+            using errcode = '22023';
+    end if;
+    if pg_catalog.jsonb_typeof(ledger_observe.buckets) is distinct from 'array' then
+        raise exception 'ledger_observe: buckets is %: expected a JSON array of bucket objects',
+            coalesce('a JSON ' || pg_catalog.jsonb_typeof(ledger_observe.buckets), 'null')
+            using errcode = '22023';
+    end if;
+    select c.position, c.problem into bad
+    from (
+        select b.position,
+               coalesce(streamseal._ledger_key_problem(b.bucket), streamseal._ledger_signature_problem(b.bucket)) as problem
+        from pg_catalog.jsonb_array_elements(ledger_observe.buckets) with ordinality as b(bucket, position)
+    ) c
+    where c.problem is not null
+    order by c.position
+    limit 1;
+    if found then
+        raise exception 'ledger_observe: bucket #% of origin "%": %', bad.position, ledger_observe.origin, bad.problem
+            using errcode = '22023';
+    end if;
+    select b.bucket ->> 'tenant' as tenant, b.bucket ->> 'event_type' as event_type, b.bucket ->> 'stream_id' as stream_id
+    into bad
+    from pg_catalog.jsonb_array_elements(ledger_observe.buckets) as b(bucket)
+    group by 1, 2, 3
+    having pg_catalog.count(*) > 1
+    limit 1;
+    if found then
+        raise exception 'ledger_observe: bucket (tenant %, event_type %, stream_id %) of origin "%" appears more than once',
+            pg_catalog.quote_literal(bad.tenant), pg_catalog.quote_literal(bad.event_type),
+            pg_catalog.quote_literal(bad.stream_id), ledger_observe.origin
+            using errcode = '22023';
+    end if;
+
+    perform pg_catalog.pg_advisory_xact_lock(streamseal._ledger_lock_key(ledger_observe.origin));
+
+    return query
+    with observed as (
+        select b.bucket ->> 'tenant' as tenant, b.bucket ->> 'event_type' as event_type, b.bucket ->> 'stream_id' as stream_id,
+               b.bucket ->> 'reason' as reason,
+               (b.bucket -> 'local_x0')::numeric::bigint as local_x0, (b.bucket -> 'local_x1')::numeric::bigint as local_x1,
+               (b.bucket -> 'local_n')::numeric::bigint as local_n, (b.bucket -> 'origin_x0')::numeric::bigint as origin_x0,
+               (b.bucket -> 'origin_x1')::numeric::bigint as origin_x1, (b.bucket -> 'origin_n')::numeric::bigint as origin_n
+        from pg_catalog.jsonb_array_elements(ledger_observe.buckets) as b(bucket)
+        where case when pg_catalog.jsonb_typeof(b.bucket -> 'skipped') = 'boolean'
+                   then not (b.bucket -> 'skipped')::boolean else true end
+    ), paired as (
+        select o.*, l.first_seen_at as old_first_seen_at, l.last_reported_at as old_last_reported_at,
+               l.attempts as old_attempts, l.last_attempt_at as old_last_attempt_at,
+               l.next_attempt_at as old_next_attempt_at, l.exhausted_at as old_exhausted_at,
+               -- same: the row exists with this exact signature.
+               coalesce((l.reason, l.local_x0, l.local_x1, l.local_n, l.origin_x0, l.origin_x1, l.origin_n)
+                        = (o.reason, o.local_x0, o.local_x1, o.local_n, o.origin_x0, o.origin_x1, o.origin_n), false) as same
+        from observed o
+        left join streamseal.repair_ledger l
+            on l.origin = ledger_observe.origin and l.tenant = o.tenant
+           and l.event_type = o.event_type and l.stream_id = o.stream_id
+    ), judged as (
+        select p.*,
+               not p.same or p.old_last_reported_at <= ledger_observe.now_at - ledger_observe.cooldown as report_now,
+               p.reason = 'deficit'
+                   and (not p.same or p.old_next_attempt_at is null or ledger_observe.now_at >= p.old_next_attempt_at) as request_now
+        from paired p
+    ), counted as (
+        select j.*,
+               case when j.same then j.old_attempts else 0 end + case when j.request_now then 1 else 0 end as attempts_now
+        from judged j
+    ), decided as (
+        select c.*,
+               case when c.report_now then ledger_observe.now_at else c.old_last_reported_at end as last_reported_at,
+               case when c.request_now then ledger_observe.now_at else c.old_last_attempt_at end as last_attempt_at,
+               case
+                   when c.reason <> 'deficit' then null
+                   -- In seconds, capped at 100 years, so any ladder's arithmetic stays finite.
+                   when c.request_now then ledger_observe.now_at + pg_catalog.make_interval(secs => least(
+                       pg_catalog.date_part('epoch', ledger_observe.backoff_base)
+                           * pg_catalog.power(2::double precision, least(c.attempts_now, ledger_observe.max_attempts) - 1),
+                       3155760000::double precision))
+                   else c.old_next_attempt_at
+               end as next_attempt_at,
+               case
+                   when c.reason <> 'deficit' or c.attempts_now < ledger_observe.max_attempts then null
+                   when c.same and c.old_exhausted_at is not null then c.old_exhausted_at
+                   else ledger_observe.now_at
+               end as exhausted_at
+        from counted c
+    ), written as (
+        -- A bucket with nothing to say (same signature, no report, no request) is not rewritten:
+        -- an unchanged divergence costs no row version per audit.
+        insert into streamseal.repair_ledger as l (
+            origin, tenant, event_type, stream_id, reason, local_x0, local_x1, local_n, origin_x0, origin_x1, origin_n,
+            first_seen_at, last_reported_at, attempts, last_attempt_at, next_attempt_at, exhausted_at)
+        select ledger_observe.origin, d.tenant, d.event_type, d.stream_id, d.reason, d.local_x0, d.local_x1, d.local_n,
+               d.origin_x0, d.origin_x1, d.origin_n, coalesce(d.old_first_seen_at, ledger_observe.now_at),
+               d.last_reported_at, d.attempts_now, d.last_attempt_at, d.next_attempt_at, d.exhausted_at
+        from decided d
+        where not d.same or d.report_now or d.request_now or d.exhausted_at is distinct from d.old_exhausted_at
+        order by d.tenant, d.event_type, d.stream_id
+        on conflict on constraint repair_ledger_pkey do update
+            set reason = excluded.reason,
+                local_x0 = excluded.local_x0, local_x1 = excluded.local_x1, local_n = excluded.local_n,
+                origin_x0 = excluded.origin_x0, origin_x1 = excluded.origin_x1, origin_n = excluded.origin_n,
+                last_reported_at = excluded.last_reported_at, attempts = excluded.attempts,
+                last_attempt_at = excluded.last_attempt_at, next_attempt_at = excluded.next_attempt_at,
+                exhausted_at = excluded.exhausted_at
+        returning 1
+    )
+    select d.tenant, d.event_type, d.stream_id, d.reason, d.report_now, d.request_now, d.attempts_now,
+           d.reason = 'deficit' and d.attempts_now >= ledger_observe.max_attempts
+    from decided d
+    order by d.tenant, d.event_type, d.stream_id;
+end
+$$;
+
+-- ledger_heal forgets the ledgered buckets of origin that now match (a JSON array of objects
+-- with tenant, event_type and stream_id; see the header) and returns, for each row it deleted,
+-- heal_age = now_at - first_seen_at: first sighting to proven heal, read from the row the
+-- delete destroys (the bucket_heal_seconds histogram). A bucket not in the ledger returns
+-- nothing. A later divergence of a healed bucket is a new incident with a fresh budget.
+-- Which buckets match is the caller's knowledge: ledgered buckets inside a compared page's types
+-- and stream range that the comparison no longer returned (a skipped one has not healed).
+create function streamseal.ledger_heal(origin text, buckets jsonb, now_at timestamptz default pg_catalog.now())
+returns table (tenant text, event_type text, stream_id text, heal_age interval)
+language plpgsql
+volatile
+set search_path = ''
+as $$
+declare
+    bad record;
+begin
+    -- GUARD: the whole batch is checked before anything is deleted.
+    perform streamseal._require_ledger_origin('ledger_heal', ledger_heal.origin);
+    if ledger_heal.now_at is null or not pg_catalog.isfinite(ledger_heal.now_at) then
+        raise exception 'ledger_heal: now_at % is invalid: expected a finite time',
+            coalesce(ledger_heal.now_at::text, 'null')
+            using errcode = '22023';
+    end if;
+    if pg_catalog.jsonb_typeof(ledger_heal.buckets) is distinct from 'array' then
+        raise exception 'ledger_heal: buckets is %: expected a JSON array of bucket keys',
+            coalesce('a JSON ' || pg_catalog.jsonb_typeof(ledger_heal.buckets), 'null')
+            using errcode = '22023';
+    end if;
+    select c.position, c.problem into bad
+    from (
+        select b.position, streamseal._ledger_key_problem(b.bucket) as problem
+        from pg_catalog.jsonb_array_elements(ledger_heal.buckets) with ordinality as b(bucket, position)
+    ) c
+    where c.problem is not null
+    order by c.position
+    limit 1;
+    if found then
+        raise exception 'ledger_heal: bucket #% of origin "%": %', bad.position, ledger_heal.origin, bad.problem
+            using errcode = '22023';
+    end if;
+
+    perform pg_catalog.pg_advisory_xact_lock(streamseal._ledger_lock_key(ledger_heal.origin));
+
+    return query
+    with healed as (
+        delete from streamseal.repair_ledger l
+        using (
+            select distinct b.bucket ->> 'tenant' as tenant, b.bucket ->> 'event_type' as event_type,
+                   b.bucket ->> 'stream_id' as stream_id
+            from pg_catalog.jsonb_array_elements(ledger_heal.buckets) as b(bucket)
+        ) k
+        where l.origin = ledger_heal.origin and l.tenant = k.tenant
+          and l.event_type = k.event_type and l.stream_id = k.stream_id
+        returning l.tenant, l.event_type, l.stream_id, ledger_heal.now_at - l.first_seen_at as heal_age
+    )
+    select h.tenant, h.event_type, h.stream_id, h.heal_age
+    from healed h
+    order by h.tenant, h.event_type, h.stream_id;
+end
+$$;
+
+-- ledger_backlog reads the ledger for the convergence gauges, per origin: unhealed buckets,
+-- exhausted ones (spent their repair budget: an operator's, not patience's), and the age of the
+-- oldest unhealed divergence at now_at. Every known origin (known_origins) answers, with zeros
+-- when nothing is unhealed, so a gauge falls to 0 instead of keeping its last value.
+create function streamseal.ledger_backlog(now_at timestamptz default pg_catalog.now())
+returns table (origin text, unhealed bigint, exhausted bigint, oldest_age interval)
+language plpgsql
+stable
+set search_path = ''
+as $$
+begin
+    if ledger_backlog.now_at is null or not pg_catalog.isfinite(ledger_backlog.now_at) then
+        raise exception 'ledger_backlog: now_at % is invalid: expected a finite time',
+            coalesce(ledger_backlog.now_at::text, 'null')
+            using errcode = '22023';
+    end if;
+    return query
+    select o.origin, pg_catalog.count(l.origin), pg_catalog.count(l.exhausted_at),
+           coalesce(ledger_backlog.now_at - pg_catalog.min(l.first_seen_at), interval '0')
+    from (
+        select k.origin from streamseal.known_origins k
+        union
+        select distinct r.origin from streamseal.repair_ledger r
+    ) o
+    left join streamseal.repair_ledger l on l.origin = o.origin
+    group by o.origin
+    order by o.origin;
+end
+$$;
