@@ -40,6 +40,8 @@ type Config struct {
 	MaxDigestsPerManifest              int
 	DivergenceReportCooldown           time.Duration
 	MaxRepairAttemptsPerBucket         int
+	FullSweepCron                      string
+	FullSweepEveryNthAudit             int
 }
 
 // Defaults are the proposal's production defaults.
@@ -62,6 +64,8 @@ func Defaults() Config {
 		MaxDigestsPerManifest:              500,
 		DivergenceReportCooldown:           60 * time.Minute,
 		MaxRepairAttemptsPerBucket:         8,
+		FullSweepCron:                      "0 3 * * *",
+		FullSweepEveryNthAudit:             7,
 	}
 }
 
@@ -136,6 +140,8 @@ func (c *Config) options() []option {
 	add("max-digests-per-manifest", "digests per manifest chunk (1..100000)", func() (func(string) error, func() string) { return integer(&c.MaxDigestsPerManifest) })
 	add("divergence-report-cooldown", "an unchanged divergence is re-reported once per this (10ms..7d)", func() (func(string) error, func() string) { return duration(&c.DivergenceReportCooldown) })
 	add("max-repair-attempts-per-bucket", "after this many requests a bucket's backoff stays at its slowest rung and it alarms as exhausted (1..100)", func() (func(string) error, func() string) { return integer(&c.MaxRepairAttemptsPerBucket) })
+	add("full-sweep-cron", "daily sweep schedule \"M H * * *\" (UTC); the default's minute is the service's splay; anything else falls back to every nth audit", func() (func(string) error, func() string) { return text(&c.FullSweepCron) })
+	add("full-sweep-every-nth-audit", "without a registrable cron, every nth audit is a sweep (1..1000)", func() (func(string) error, func() string) { return integer(&c.FullSweepEveryNthAudit) })
 	add("max-events-per-request", "the most events one redelivery request is served (1..1000000)", func() (func(string) error, func() string) { return integer(&c.Redelivery.MaxEventsPerRequest) })
 	return out
 }
@@ -187,5 +193,6 @@ func (c Config) Validate() error {
 	intIn("max-digests-per-manifest", int64(c.MaxDigestsPerManifest), 1, 100000)
 	durationIn("divergence-report-cooldown", c.DivergenceReportCooldown, 10*time.Millisecond, 7*24*time.Hour)
 	intIn("max-repair-attempts-per-bucket", int64(c.MaxRepairAttemptsPerBucket), 1, 100)
+	intIn("full-sweep-every-nth-audit", int64(c.FullSweepEveryNthAudit), 1, 1000)
 	return errors.Join(errs...)
 }

@@ -2,6 +2,8 @@ package harness_test
 
 import (
 	"context"
+	"io"
+	"log/slog"
 	"testing"
 	"time"
 
@@ -9,6 +11,7 @@ import (
 
 	"github.com/streamseal/streamseal/controlplane/config"
 	"github.com/streamseal/streamseal/controlplane/harness"
+	"github.com/streamseal/streamseal/controlplane/jobs"
 	"github.com/streamseal/streamseal/controlplane/store"
 )
 
@@ -147,5 +150,59 @@ func TestAudit_IdentityMismatchAndLocalExtraAlarmWithoutRequests(t *testing.T) {
 	}
 	if after := countFrom(t, billing.Pool, "orders"); after != before {
 		t.Fatalf("billing's rows went from %d to %d: local history must never be deleted", before, after)
+	}
+}
+
+// Invariant 4: the sweep finds a sabotaged sealed epoch and a sabotaged digest row at the origin
+// (an unaccounted write path) and heals both, so answers from epochs are right again.
+func TestSweep_HealsSabotagedEpochsAndDigests(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	orders := start(t, h, "orders", harness.Options{Settings: auditSettings()}, nil)
+	ctx := context.Background()
+	appendStreams(t, orders, 60, 6, "sweep")
+	waitFor(t, "stamped", []*harness.Service{orders}, func() bool {
+		var n int64
+		_ = orders.Pool.QueryRow(ctx, "select last_origin_seq from streamseal.stamp_state").Scan(&n)
+		return n == 60
+	})
+	if closed, err := store.CloseEpochs(ctx, orders.Pool, store.EpochOptions{MaxEpochs: 100, Width: 10, Settle: time.Hour}); err != nil || len(closed) != 6 {
+		t.Fatalf("close epochs = %v, %v; want 6", closed, err)
+	}
+	if _, err := orders.Pool.Exec(ctx, `
+		update streamseal.digest_epochs set x0 = x0 # 1 where origin = 'orders' and epoch = 2;
+		update streamseal.stream_digests set n = n + 1 where stream_id = 'sweep-03'`); err != nil {
+		t.Fatal(err)
+	}
+	sweeper := &jobs.Sweeper{Pool: orders.Pool, Auditor: orders.Auditor, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), MaxEpochs: 1000}
+	if err := sweeper.Sweep(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if drift, err := store.VerifyStreamDigests(ctx, orders.Pool, false); err != nil || len(drift) != 0 {
+		t.Fatalf("after the sweep the digest table still drifts: %v, %v", drift, err)
+	}
+	checks, err := store.VerifyDigestEpochs(ctx, orders.Pool, 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range checks {
+		if c.Drifted != 0 || c.PrefixHealed {
+			t.Fatalf("after the sweep epochs still drift: %+v", c)
+		}
+	}
+	answer, err := store.TypeDigests(ctx, orders.Pool, "orders", 0, 1000, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var recomputed int64
+	if err := orders.Pool.QueryRow(ctx, "select count(*) from streamseal.events where origin = 'orders'").Scan(&recomputed); err != nil {
+		t.Fatal(err)
+	}
+	var n int64
+	for _, d := range answer.Digests {
+		n += d.N
+	}
+	if n != recomputed {
+		t.Fatalf("the answer from epochs counts %d events, the store holds %d", n, recomputed)
 	}
 }

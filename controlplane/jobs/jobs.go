@@ -47,9 +47,15 @@ func (AuditArgs) Kind() string { return "streamseal_audit" }
 type auditWorker struct {
 	river.WorkerDefaults[AuditArgs]
 	auditor *audit.Auditor
+	// fallback, when set, runs the sweep every nth audit (no cron could be registered).
+	fallback *everyNth
+	sweeper  *Sweeper
 }
 
 func (w *auditWorker) Work(ctx context.Context, _ *river.Job[AuditArgs]) error {
+	if w.fallback != nil && w.fallback.due() {
+		return w.sweeper.Sweep(ctx)
+	}
 	_, err := w.auditor.RunOnce(ctx)
 	return err
 }
@@ -114,28 +120,44 @@ func NewClient(pool *pgxpool.Pool, cfg config.Config, publisher *checkpoint.Publ
 	if err := river.AddWorkerSafely(workers, &maintenanceWorker{pool: pool, cfg: cfg, logger: logger}); err != nil {
 		return nil, err
 	}
-	if err := river.AddWorkerSafely(workers, &auditWorker{auditor: auditor}); err != nil {
+	sweeper := &Sweeper{Pool: pool, Auditor: auditor, Logger: logger, MaxEpochs: 1000}
+	sweepSchedule, cronOK := SweepSchedule(cfg.FullSweepCron, auditor.Service)
+	aw := &auditWorker{auditor: auditor, sweeper: sweeper}
+	if !cronOK {
+		logger.Warn("jobs: sweep cron not registrable; the sweep runs every nth audit instead", "cron", cfg.FullSweepCron,
+			"every_nth_audit", cfg.FullSweepEveryNthAudit)
+		aw.fallback = &everyNth{n: int64(cfg.FullSweepEveryNthAudit)}
+	}
+	if err := river.AddWorkerSafely(workers, aw); err != nil {
+		return nil, err
+	}
+	if err := river.AddWorkerSafely(workers, &sweepWorker{sweeper: sweeper}); err != nil {
 		return nil, err
 	}
 	firstAudit := time.Now().Add(min(30*time.Second, cfg.AuditInterval))
 	if cfg.StartupAuditMaxJitter > 0 {
 		firstAudit = firstAudit.Add(time.Duration(rand.Int64N(int64(cfg.StartupAuditMaxJitter))))
 	}
+	periodic := []*river.PeriodicJob{
+		river.NewPeriodicJob(river.PeriodicInterval(cfg.CheckpointInterval),
+			func() (river.JobArgs, *river.InsertOpts) { return CheckpointArgs{}, nil },
+			&river.PeriodicJobOpts{RunOnStart: true}),
+		river.NewPeriodicJob(river.PeriodicInterval(cfg.MaintenanceInterval),
+			func() (river.JobArgs, *river.InsertOpts) { return MaintenanceArgs{}, nil },
+			&river.PeriodicJobOpts{RunOnStart: true}),
+		river.NewPeriodicJob(&startupThenEvery{first: firstAudit, interval: cfg.AuditInterval},
+			func() (river.JobArgs, *river.InsertOpts) { return AuditArgs{}, nil }, nil),
+	}
+	if cronOK {
+		periodic = append(periodic, river.NewPeriodicJob(sweepSchedule,
+			func() (river.JobArgs, *river.InsertOpts) { return SweepArgs{}, nil }, nil))
+	}
 	client, err := river.NewClient(riverpgxv5.New(pool), &river.Config{
-		Schema:  migrate.RiverSchema,
-		Logger:  logger,
-		Workers: workers,
-		Queues:  map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: 2}},
-		PeriodicJobs: []*river.PeriodicJob{
-			river.NewPeriodicJob(river.PeriodicInterval(cfg.CheckpointInterval),
-				func() (river.JobArgs, *river.InsertOpts) { return CheckpointArgs{}, nil },
-				&river.PeriodicJobOpts{RunOnStart: true}),
-			river.NewPeriodicJob(river.PeriodicInterval(cfg.MaintenanceInterval),
-				func() (river.JobArgs, *river.InsertOpts) { return MaintenanceArgs{}, nil },
-				&river.PeriodicJobOpts{RunOnStart: true}),
-			river.NewPeriodicJob(&startupThenEvery{first: firstAudit, interval: cfg.AuditInterval},
-				func() (river.JobArgs, *river.InsertOpts) { return AuditArgs{}, nil }, nil),
-		},
+		Schema:            migrate.RiverSchema,
+		Logger:            logger,
+		Workers:           workers,
+		Queues:            map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: 2}},
+		PeriodicJobs:      periodic,
 		FetchCooldown:     min(100*time.Millisecond, cfg.CheckpointInterval/4),
 		FetchPollInterval: min(time.Second, cfg.CheckpointInterval/2),
 		JobTimeout:        time.Minute,
