@@ -206,3 +206,74 @@ func TestSweep_HealsSabotagedEpochsAndDigests(t *testing.T) {
 		t.Fatalf("the answer from epochs counts %d events, the store holds %d", n, recomputed)
 	}
 }
+
+// Invariant 9 (storm bounds) with a durable ledger: divergent buckets across many (tenant, type)
+// pairs get at most the cap of requests per audit; an audit at the same instant repeats no
+// request (backoff) and re-reports nothing new; a restarted control plane's auditor, reading the
+// same ledger, does not re-request either. The clock is injected.
+func TestAudit_StormIsCappedBackedOffAndSurvivesRestart(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	settings := auditSettings()
+	settings.MaxDigestsPerManifest = 500
+	settings.MaxAutoRepairRequestsPerAudit = 3
+	settings.RepairMode = config.ReportOnly // count what would be sent; nothing heals in between
+	tenants := []string{"t1", "t2", "t3", "t4"}
+	orders := start(t, h, "orders", harness.Options{Settings: settings, Grants: map[string][]string{"billing": eventTypes}}, nil)
+	billing := start(t, h, "billing", harness.Options{Settings: settings, Consumes: eventTypes}, nil)
+	services := []*harness.Service{orders, billing}
+	ctx := context.Background()
+	var events []store.NewEvent
+	for i := range 400 {
+		events = append(events, store.NewEvent{EventID: uuid.New(), Tenant: tenants[i%4], StreamID: "s" + string(rune('a'+i%20)),
+			StreamVersion: int64(i/20 + 1), EventType: eventTypes[i%5], Payload: []byte("{}")})
+	}
+	if _, err := store.Append(ctx, orders.Pool, events); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "billing caught up and knows orders", services, func() bool {
+		var known int
+		_ = billing.Pool.QueryRow(ctx, "select count(*) from streamseal.known_origins").Scan(&known)
+		return known == 1 && countFrom(t, billing.Pool, "orders") == 400
+	})
+	// Lose (after receipt) one event in every stream: deficits in 20 pairs of (tenant, type).
+	if _, err := billing.Pool.Exec(ctx, "delete from streamseal.events where stream_version = 1"); err != nil {
+		t.Fatal(err)
+	}
+	clock := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	billing.Auditor.Now = func() time.Time { return clock }
+	first, err := billing.Auditor.RunOnce(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(first[0].Divergent) != 20 || first[0].Requests != 3 {
+		t.Fatalf("first audit: %d divergent buckets, %d requests; want 20 and the cap, 3", len(first[0].Divergent), first[0].Requests)
+	}
+	again, err := billing.Auditor.RunOnce(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again[0].Requests != 0 {
+		t.Fatalf("an audit at the same instant sent %d requests: no backoff", again[0].Requests)
+	}
+	// A restart: a new control plane on the same database reads the same ledger.
+	billing.Stop()
+	restarted := startReplica(t, h, billing, harness.Options{Settings: settings, Consumes: eventTypes})
+	restarted.Auditor.Now = func() time.Time { return clock.Add(time.Minute) }
+	after, err := restarted.Auditor.RunOnce(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after[0].Requests != 0 {
+		t.Fatalf("after a restart the audit sent %d requests a minute later: the ledger did not survive", after[0].Requests)
+	}
+	// Past the backoff base (RepairRetryAfter, 1 h here), the buckets are asked for again, capped.
+	restarted.Auditor.Now = func() time.Time { return clock.Add(61 * time.Minute) }
+	later, err := restarted.Auditor.RunOnce(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if later[0].Requests == 0 || later[0].Requests > 3 {
+		t.Fatalf("after the backoff the audit sent %d requests; want between 1 and the cap 3", later[0].Requests)
+	}
+}
