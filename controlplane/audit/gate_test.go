@@ -1,0 +1,40 @@
+package audit
+
+import (
+	"context"
+	"testing"
+
+	"github.com/streamseal/streamseal/controlplane/wire"
+)
+
+func answerEnvelope(t *testing.T, requestID string, chunk int) wire.Envelope {
+	t.Helper()
+	env, err := wire.NewEnvelope(wire.KindManifestAnswer, "orders", "billing",
+		wire.ManifestAnswer{RequestID: requestID, Origin: "orders", Level: wire.LevelTypes, Chunk: chunk, Chunks: 9})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return env
+}
+
+// The compare gate (invariant 9): answer chunks nobody is waiting for, and chunks beyond what the
+// waiting comparison holds, are declined and counted, never queued in memory.
+func TestCompareGate_DeclinesWhatNoComparisonHolds(t *testing.T) {
+	a := &Auditor{}
+	if err := a.onAnswer(context.Background(), answerEnvelope(t, "nobody-asked", 1), nil); err != nil {
+		t.Fatal(err)
+	}
+	if a.Declined() != 1 {
+		t.Fatalf("declined %d, want 1 for an unsolicited chunk", a.Declined())
+	}
+	ch := make(chan wire.ManifestAnswer, 4)
+	a.waiting = map[string]chan wire.ManifestAnswer{"asked": ch}
+	for i := 1; i <= 9; i++ {
+		if err := a.onAnswer(context.Background(), answerEnvelope(t, "asked", i), nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(ch) != 4 || a.Declined() != 1+5 {
+		t.Fatalf("held %d chunks and declined %d; want the 4 the comparison holds and 5 more declined", len(ch), a.Declined()-1)
+	}
+}
