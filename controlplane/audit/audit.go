@@ -448,9 +448,12 @@ func (a *Auditor) act(ctx context.Context, origin, control string, from, to int6
 		}
 	}
 	sent := 0
-	for _, k := range keys {
+	for i, k := range keys {
 		if sent >= a.Limits.MaxRequests {
 			a.Logger.Warn("audit: repair cap reached; the rest waits for the next audit", "origin", origin, "cap", a.Limits.MaxRequests)
+			if err := a.unrequest(ctx, origin, keys[i:], batches); err != nil {
+				return sent, err
+			}
 			break
 		}
 		f, t := from, to
@@ -471,6 +474,27 @@ func (a *Auditor) act(ctx context.Context, origin, control string, from, to int6
 		}
 	}
 	return sent, nil
+}
+
+// unrequest gives back the ledger attempts of the batches the cap cut, so they go out at the next
+// audit rather than after a backoff for requests that never left.
+func (a *Auditor) unrequest(ctx context.Context, origin string, cut [][2]string, batches map[[2]string][]string) error {
+	type key struct {
+		Tenant    string `json:"tenant"`
+		EventType string `json:"event_type"`
+		Stream    string `json:"stream_id"`
+	}
+	var keys []key
+	for _, k := range cut {
+		for _, stream := range batches[k] {
+			keys = append(keys, key{k[0], k[1], stream})
+		}
+	}
+	body, _ := json.Marshal(keys)
+	if _, err := a.Pool.Exec(ctx, "select streamseal.ledger_unrequest($1, $2::jsonb, $3)", origin, body, a.now()); err != nil {
+		return fmt.Errorf("ledger unrequest: %w", err)
+	}
+	return nil
 }
 
 type decision struct {

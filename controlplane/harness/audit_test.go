@@ -208,9 +208,10 @@ func TestSweep_HealsSabotagedEpochsAndDigests(t *testing.T) {
 }
 
 // Invariant 9 (storm bounds) with a durable ledger: divergent buckets across many (tenant, type)
-// pairs get at most the cap of requests per audit; an audit at the same instant repeats no
-// request (backoff) and re-reports nothing new; a restarted control plane's auditor, reading the
-// same ledger, does not re-request either. The clock is injected.
+// pairs get at most the cap of requests per audit; the pairs the cap cut go out at the next
+// audits (their ledger attempts are given back), each pair exactly once at one instant (backoff);
+// a restarted control plane's auditor, reading the same ledger, does not re-request. The clock
+// is injected.
 func TestAudit_StormIsCappedBackedOffAndSurvivesRestart(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t)
@@ -253,8 +254,21 @@ func TestAudit_StormIsCappedBackedOffAndSurvivesRestart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if again[0].Requests != 0 {
-		t.Fatalf("an audit at the same instant sent %d requests: no backoff", again[0].Requests)
+	if again[0].Requests != 3 || len(again[0].Divergent) != 20 {
+		t.Fatalf("the second audit sent %d requests; want the next 3 of the pairs the cap cut (their attempts were given back)", again[0].Requests)
+	}
+	// The cap cut 20 - 3 - 3 = 14 pairs so far; five more audits at the same instant send the
+	// remaining 14 (3 a round), then nothing: every pair is backed off.
+	sentTotal := 6
+	for round := 0; round < 5; round++ {
+		f, err := billing.Auditor.RunOnce(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sentTotal += f[0].Requests
+	}
+	if sentTotal != 20 {
+		t.Fatalf("%d requests in all at one instant; want exactly 20 (each pair once, capped 3 a round)", sentTotal)
 	}
 	// A restart: a new control plane on the same database reads the same ledger.
 	billing.Stop()

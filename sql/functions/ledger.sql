@@ -380,3 +380,31 @@ begin
     order by o.origin;
 end
 $$;
+
+-- ledger_unrequest takes back the attempt ledger_observe counted for buckets the caller then did
+-- not request (the per-audit cap cut them): the attempt count drops by one and the bucket is due
+-- again at now_at, so it goes out at the next audit instead of waiting out a backoff for a
+-- request that never left. buckets is a JSON array of {tenant, event_type, stream_id}.
+create function streamseal.ledger_unrequest(origin text, buckets jsonb, now_at timestamptz default pg_catalog.now())
+returns integer
+language plpgsql
+volatile
+set search_path = ''
+as $$
+declare
+    changed integer;
+begin
+    perform streamseal._require_ledger_origin('ledger_unrequest', ledger_unrequest.origin);
+    perform pg_catalog.pg_advisory_xact_lock(streamseal._ledger_lock_key(ledger_unrequest.origin));
+    update streamseal.repair_ledger l
+    set attempts = greatest(l.attempts - 1, 0),
+        next_attempt_at = case when l.attempts - 1 > 0 then ledger_unrequest.now_at end,
+        last_attempt_at = case when l.attempts - 1 > 0 then l.last_attempt_at end,
+        exhausted_at = null
+    from pg_catalog.jsonb_to_recordset(coalesce(ledger_unrequest.buckets, '[]')) as b(tenant text, event_type text, stream_id text)
+    where l.origin = ledger_unrequest.origin and l.reason = 'deficit' and l.attempts > 0
+      and l.tenant = b.tenant and l.event_type = b.event_type and l.stream_id = b.stream_id;
+    get diagnostics changed = row_count;
+    return changed;
+end
+$$;
