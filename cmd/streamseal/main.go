@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -236,20 +237,12 @@ func cmdRepair(ctx context.Context, args []string, out io.Writer) error {
 		fmt.Fprintf(os.Stderr, "streamseal repair: --max-events %d is invalid: expected >= 1\n", *maxEvents)
 		return errUsage
 	}
-	pool, err := store.Open(ctx, *databaseURL)
+	conn, err := openOperator(ctx, *databaseURL, *natsURL, "repair")
 	if err != nil {
 		return err
 	}
-	defer pool.Close()
-	service, err := store.ServiceName(ctx, pool)
-	if err != nil {
-		return err
-	}
-	nc, err := wire.Connect(*natsURL, service+"-repair", slog.Default())
-	if err != nil {
-		return err
-	}
-	defer nc.Close()
+	defer conn.close()
+	pool, nc, service := conn.pool, conn.nc, conn.service
 	req := wire.RedeliveryRequest{RequestID: uuid.NewString(), Tenants: splitList(*tenant), Types: splitList(*types),
 		MaxEvents: *maxEvents, StateOnly: *stateOnly}
 	if *from > 0 {
@@ -287,20 +280,12 @@ func cmdAudit(ctx context.Context, args []string, out io.Writer) error {
 		fmt.Fprintln(os.Stderr, "streamseal audit: --database-url and --nats-url are required")
 		return errUsage
 	}
-	pool, err := store.Open(ctx, *databaseURL)
+	conn, err := openOperator(ctx, *databaseURL, *natsURL, "audit")
 	if err != nil {
 		return err
 	}
-	defer pool.Close()
-	service, err := store.ServiceName(ctx, pool)
-	if err != nil {
-		return err
-	}
-	nc, err := wire.Connect(*natsURL, service+"-audit", slog.Default())
-	if err != nil {
-		return err
-	}
-	defer nc.Close()
+	defer conn.close()
+	pool, nc, service := conn.pool, conn.nc, conn.service
 	js, err := jetstream.New(nc)
 	if err != nil {
 		return err
@@ -351,6 +336,37 @@ func printFinding(out io.Writer, f audit.Finding, mode string) {
 	if f.Sealed {
 		fmt.Fprintf(out, "audit %s: window certified; seal now %d\n", f.Origin, f.SealedThrough)
 	}
+}
+
+// operatorConn is what an operator command works with: this service's database, its name, and a
+// NATS connection named after the command.
+type operatorConn struct {
+	pool    *pgxpool.Pool
+	nc      *nats.Conn
+	service string
+}
+
+func openOperator(ctx context.Context, databaseURL, natsURL, command string) (*operatorConn, error) {
+	pool, err := store.Open(ctx, databaseURL)
+	if err != nil {
+		return nil, err
+	}
+	service, err := store.ServiceName(ctx, pool)
+	if err != nil {
+		pool.Close()
+		return nil, err
+	}
+	nc, err := wire.Connect(natsURL, service+"-"+command, slog.Default())
+	if err != nil {
+		pool.Close()
+		return nil, err
+	}
+	return &operatorConn{pool: pool, nc: nc, service: service}, nil
+}
+
+func (c *operatorConn) close() {
+	c.nc.Close()
+	c.pool.Close()
 }
 
 func natsURLFlag(fs *flag.FlagSet) *string {
