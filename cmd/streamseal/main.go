@@ -293,18 +293,7 @@ func cmdAudit(ctx context.Context, args []string, out io.Writer) error {
 	auditor := &audit.Auditor{Pool: pool, JS: js, Service: service, Config: settings, Logger: slog.Default(),
 		Limits: audit.Limits{MaxDrillDownTypes: settings.MaxDrillDownTypesPerAudit, MaxDigests: settings.MaxDigestsPerManifest,
 			MaxRequests: settings.MaxAutoRepairRequestsPerAudit}}
-	// Answers land on this service's control subject; the running control plane consumes them
-	// too (and ignores them: it is not waiting). This command listens beside it.
-	sub, err := nc.Subscribe(wire.ControlSubject(service), func(m *nats.Msg) {
-		if env, _, err := wire.Decode(m.Data, 0); err == nil && env.Kind == wire.KindManifestAnswer {
-			_ = auditor.Accept(env)
-		}
-	})
-	if err != nil {
-		return err
-	}
-	defer sub.Unsubscribe()
-	findings, err := auditor.Run(ctx, audit.Scope{Origin: *origin, Full: *full})
+	findings, err := auditor.RunBeside(ctx, nc, audit.Scope{Origin: *origin, Full: *full})
 	for _, f := range findings {
 		printFinding(out, f, settings.RepairMode)
 	}

@@ -21,6 +21,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/streamseal/streamseal/controlplane/config"
@@ -542,4 +543,20 @@ func nilIfEmpty(s string) any {
 		return nil
 	}
 	return s
+}
+
+// RunBeside runs one audit from outside the service's control plane (the audit command): the
+// answers land on the service's control subject, which the running control plane consumes too
+// (and ignores: it is not waiting for them), so this listens there beside it.
+func (a *Auditor) RunBeside(ctx context.Context, nc *nats.Conn, scope Scope) ([]Finding, error) {
+	sub, err := nc.Subscribe(wire.ControlSubject(a.Service), func(m *nats.Msg) {
+		if env, _, err := wire.Decode(m.Data, 0); err == nil && env.Kind == wire.KindManifestAnswer {
+			_ = a.Accept(env)
+		}
+	})
+	if err != nil {
+		return nil, fmt.Errorf("listen for manifest answers: %w", err)
+	}
+	defer sub.Unsubscribe()
+	return a.Run(ctx, scope)
 }

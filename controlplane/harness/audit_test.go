@@ -8,11 +8,14 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/streamseal/streamseal/controlplane/audit"
 	"github.com/streamseal/streamseal/controlplane/config"
 	"github.com/streamseal/streamseal/controlplane/harness"
 	"github.com/streamseal/streamseal/controlplane/jobs"
 	"github.com/streamseal/streamseal/controlplane/store"
+	"github.com/streamseal/streamseal/controlplane/wire"
 )
 
 func auditSettings() config.Config {
@@ -289,5 +292,41 @@ func TestAudit_StormIsCappedBackedOffAndSurvivesRestart(t *testing.T) {
 	}
 	if later[0].Requests == 0 || later[0].Requests > 3 {
 		t.Fatalf("after the backoff the audit sent %d requests; want between 1 and the cap 3", later[0].Requests)
+	}
+}
+
+// The audit command's path: an auditor outside the running control plane (its own NATS
+// connection, listening beside it on the service's control subject) audits and certifies.
+func TestAudit_RunsBesideARunningControlPlane(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	settings := auditSettings()
+	settings.MaxDigestsPerManifest = 500 // one chunk: a multi-chunk window compares but never certifies
+	orders := start(t, h, "orders", harness.Options{Settings: settings, Grants: map[string][]string{"billing": eventTypes}}, nil)
+	billing := start(t, h, "billing", harness.Options{Settings: settings, Consumes: eventTypes}, nil)
+	services := []*harness.Service{orders, billing}
+	appendStreams(t, orders, 20, 4, "beside")
+	waitFor(t, "billing caught up and knows orders", services, func() bool {
+		var known int
+		_ = billing.Pool.QueryRow(context.Background(), "select count(*) from streamseal.known_origins").Scan(&known)
+		return known == 1 && countFrom(t, billing.Pool, "orders") == 20
+	})
+	nc, err := wire.Connect(h.NATS.URL(), "billing-audit", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	outside := &audit.Auditor{Pool: billing.Pool, JS: js, Service: "billing", Config: settings,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	findings, err := outside.RunBeside(context.Background(), nc, audit.Scope{Origin: "orders", Full: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(findings) != 1 || len(findings[0].Divergent) != 0 || !findings[0].Sealed || findings[0].SealedThrough != 21 {
+		t.Fatalf("findings = %+v; want orders certified through 21", findings)
 	}
 }
