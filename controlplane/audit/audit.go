@@ -193,6 +193,16 @@ func (a *Auditor) auditOrigin(ctx context.Context, origin, control string, gener
 		return f, err
 	}
 	f.To = answers[0].Watermark
+	if len(answers[0].Closes) > 0 {
+		closes, _ := json.Marshal(answers[0].Closes)
+		var removed int64
+		if err := a.Pool.QueryRow(ctx, "select streamseal.apply_stream_closes($1, $2::jsonb)", origin, closes).Scan(&removed); err != nil {
+			return f, fmt.Errorf("apply stream closes: %w", err)
+		}
+		if removed > 0 {
+			a.Logger.Info("audit: applied the origin's closed history to our copies", "origin", origin, "copies_removed", removed)
+		}
+	}
 	var typeDigests []wire.ManifestDigest
 	for _, ans := range answers {
 		typeDigests = append(typeDigests, ans.Digests...)

@@ -330,3 +330,62 @@ func TestAudit_RunsBesideARunningControlPlane(t *testing.T) {
 		t.Fatalf("findings = %+v; want orders certified through 21", findings)
 	}
 }
+
+// Invariants 4 and 10 with a legitimate mutation: the origin closes a stream inside sealed
+// history. Its generation moves; the consumer's guard resets its seal once and skips that round;
+// the next round applies the origin's announced close to the consumer's copies and re-verifies
+// from the start, certifying again, with no alarm and no ledger entry.
+func TestAudit_GenerationBumpResetsTheSealOnceThenReverifies(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	settings := auditSettings()
+	settings.MaxDigestsPerManifest = 500
+	settings.EpochWidth = 5 // the maintenance job that runs at start pins this width
+	orders := start(t, h, "orders", harness.Options{Settings: settings, Grants: map[string][]string{"billing": eventTypes}}, nil)
+	billing := start(t, h, "billing", harness.Options{Settings: settings, Consumes: eventTypes}, nil)
+	services := []*harness.Service{orders, billing}
+	ctx := context.Background()
+	appendStreams(t, orders, 20, 2, "gen")
+	waitFor(t, "billing caught up and knows orders", services, func() bool {
+		var known int
+		_ = billing.Pool.QueryRow(ctx, "select count(*) from streamseal.known_origins").Scan(&known)
+		return known == 1 && countFrom(t, billing.Pool, "orders") == 20
+	})
+	if _, err := store.CloseEpochs(ctx, orders.Pool, store.EpochOptions{MaxEpochs: 100, Width: 5, Settle: time.Hour}); err != nil {
+		t.Fatal(err)
+	}
+	first, err := billing.Auditor.RunOnce(ctx)
+	if err != nil || !first[0].Sealed || first[0].SealedThrough != 21 {
+		t.Fatalf("first audit = %+v, %v; want the window [0, 21) certified", first, err)
+	}
+
+	if _, err := orders.Pool.Exec(ctx, "select streamseal.close_stream('acme', 'gen-00')"); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "billing learned the new generation from a checkpoint", services, func() bool {
+		var g int64
+		_ = billing.Pool.QueryRow(ctx, "select coalesce(generation, -1) from streamseal.known_origins where origin = 'orders'").Scan(&g)
+		return g == 1
+	})
+	skipped, err := billing.Auditor.RunOnce(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if skipped[0].Skipped == "" || sealOf(t, billing, "orders") != 0 {
+		t.Fatalf("round after the bump = %+v, seal %d; want skipped and the seal reset to 0", skipped, sealOf(t, billing, "orders"))
+	}
+	again, err := billing.Auditor.RunOnce(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again[0].Skipped != "" || len(again[0].Divergent) != 0 || !again[0].Sealed || again[0].SealedThrough != 21 {
+		t.Fatalf("re-verification = %+v; want no divergence and [0, 21) certified again", again)
+	}
+	if n := countFrom(t, billing.Pool, "orders"); n != 10 {
+		t.Fatalf("billing holds %d copies; the origin closed gen-00 (10 events), 10 remain", n)
+	}
+	var ledger int
+	if err := billing.Pool.QueryRow(ctx, "select count(*) from streamseal.repair_ledger").Scan(&ledger); err != nil || ledger != 0 {
+		t.Fatalf("ledger rows %d, %v: a legitimate close must raise no alarm", ledger, err)
+	}
+}

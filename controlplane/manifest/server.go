@@ -81,6 +81,12 @@ func (s *Server) answer(ctx context.Context, env wire.Envelope, _ []byte) error 
 	if err != nil {
 		return err
 	}
+	var closes []wire.StreamClose
+	if req.Level == wire.LevelTypes {
+		if closes, err = s.closes(ctx); err != nil {
+			return err
+		}
+	}
 	chunks := max(1, (len(digests)+limit-1)/limit)
 	for i := range chunks {
 		part := digests[min(i*limit, len(digests)):min((i+1)*limit, len(digests))]
@@ -88,6 +94,9 @@ func (s *Server) answer(ctx context.Context, env wire.Envelope, _ []byte) error 
 			Watermark: watermark, Generation: generation, Chunk: i + 1, Chunks: chunks, Digests: part}
 		if i == chunks-1 {
 			a.ResumeAfter = resume
+		}
+		if i == 0 {
+			a.Closes = closes
 		}
 		out, err := wire.NewEnvelope(wire.KindManifestAnswer, s.Service, env.From, a)
 		if err != nil {
@@ -100,6 +109,15 @@ func (s *Server) answer(ctx context.Context, env wire.Envelope, _ []byte) error 
 	}
 	s.answered.Add(1)
 	return nil
+}
+
+// closes returns this origin's close-the-books floors.
+func (s *Server) closes(ctx context.Context) ([]wire.StreamClose, error) {
+	rows, err := s.Pool.Query(ctx, "select tenant, stream_id, below_version from streamseal.stream_closes order by 1, 2")
+	if err != nil {
+		return nil, fmt.Errorf("stream closes: %w", err)
+	}
+	return pgx.CollectRows(rows, pgx.RowToStructByPos[wire.StreamClose])
 }
 
 // granted returns the event types requester may receive (isolation: digests only for those).

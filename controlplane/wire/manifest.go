@@ -53,4 +53,14 @@ type ManifestAnswer struct {
 	Chunks      int              `json:"chunks"`
 	Digests     []ManifestDigest `json:"digests"`
 	ResumeAfter string           `json:"resume_after,omitempty"`
+	// Closes are the origin's close-the-books floors (type-level answers, first chunk): history
+	// below them is gone on purpose, and the consumer applies them to its copies before comparing.
+	Closes []StreamClose `json:"closes,omitempty"`
+}
+
+// StreamClose is one stream's close floor: versions below BelowVersion are closed.
+type StreamClose struct {
+	Tenant       string `json:"tenant"`
+	StreamID     string `json:"stream_id"`
+	BelowVersion int64  `json:"below_version"`
 }
