@@ -43,7 +43,7 @@ commands:
   repair    ask an origin to re-deliver events and show progress until they are stored
   audit     run one deep audit now against every known origin (or --origin) and print findings
   demo      a walk-through on a throwaway database: append, stamp, digests, verification
-  bench     run a benchmark: bench write|epochs|repair|detect [--quick]
+  bench     run a benchmark: bench write|epochs|repair|detect|audit [--quick]
 
 Run 'streamseal <command> -h' for a command's flags.
 `
@@ -411,15 +411,16 @@ func cmdDemo(ctx context.Context, args []string, out io.Writer) error {
 }
 
 func cmdBench(ctx context.Context, args []string, out io.Writer) error {
-	benchmarks := map[string]bool{"write": true, "epochs": true, "repair": true, "detect": true}
+	benchmarks := map[string]bool{"write": true, "epochs": true, "repair": true, "detect": true, "audit": true}
 	if len(args) == 0 || !benchmarks[args[0]] {
-		fmt.Fprintln(os.Stderr, `usage: streamseal bench <write|epochs|repair|detect> [--quick] [--database-url URL]
+		fmt.Fprintln(os.Stderr, `usage: streamseal bench <write|epochs|repair|detect|audit> [--quick] [--database-url URL]
 
 benchmarks:
   write    append + stamp + digests against a plain-insert baseline
   epochs   whole-lane type_digests from sealed epochs against a full recompute, at two sizes
   repair   end-to-end redelivery throughput, wire bytes against payload bytes, relay lag
-  detect   gap detection latency in checkpoint intervals; checkpoint cost as the store grows`)
+  detect   gap detection latency in checkpoint intervals; checkpoint cost as the store grows
+  audit    wire bytes and time of a healthy audit as the lane grows, of a damaged one, and the naive diff`)
 		return errUsage
 	}
 	name := args[0]
@@ -436,6 +437,13 @@ benchmarks:
 	defer server.Close()
 	newDB := func(ctx context.Context, service string) (string, error) {
 		return server.CreateDatabase(ctx, "streamseal_bench_"+strings.ReplaceAll(service, "-", "_"))
+	}
+	if name == "audit" {
+		opts := bench.FullAudit
+		if *quick {
+			opts = bench.QuickAudit
+		}
+		return bench.Audit(ctx, newDB, opts, out)
 	}
 	if name == "detect" {
 		opts := bench.FullDetect

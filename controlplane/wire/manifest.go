@@ -1,5 +1,10 @@
 package wire
 
+import (
+	"encoding/json"
+	"fmt"
+)
+
 // Manifest kinds: a consumer asks an origin for digests of a window, the origin answers.
 const (
 	KindManifestRequest = "manifest_request"
@@ -29,14 +34,40 @@ type ManifestRequest struct {
 	MaxDigests  int      `json:"max_digests"`
 }
 
-// ManifestDigest is one bucket's fold; Stream is empty at type level.
+// ManifestDigest is one bucket's fold; Stream is empty at type level. On the wire it is a compact
+// array, [tenant, type, x0, x1, n] or [tenant, type, x0, x1, n, stream]: a healthy audit's cost
+// is these rows, and keys would be a third of it.
 type ManifestDigest struct {
-	Stream string `json:"s,omitempty"`
-	Tenant string `json:"tn"`
-	Type   string `json:"ty"`
-	X0     int64  `json:"x0"`
-	X1     int64  `json:"x1"`
-	N      int64  `json:"n"`
+	Stream string
+	Tenant string
+	Type   string
+	X0     int64
+	X1     int64
+	N      int64
+}
+
+// MarshalJSON writes the compact array form.
+func (d ManifestDigest) MarshalJSON() ([]byte, error) {
+	row := []any{d.Tenant, d.Type, d.X0, d.X1, d.N}
+	if d.Stream != "" {
+		row = append(row, d.Stream)
+	}
+	return json.Marshal(row)
+}
+
+// UnmarshalJSON reads the compact array form, refusing anything else.
+func (d *ManifestDigest) UnmarshalJSON(data []byte) error {
+	var row []json.RawMessage
+	if err := json.Unmarshal(data, &row); err != nil || (len(row) != 5 && len(row) != 6) {
+		return fmt.Errorf("manifest digest %s: expected [tenant, type, x0, x1, n(, stream)]", data)
+	}
+	fields := []any{&d.Tenant, &d.Type, &d.X0, &d.X1, &d.N, &d.Stream}
+	for i, raw := range row {
+		if err := json.Unmarshal(raw, fields[i]); err != nil {
+			return fmt.Errorf("manifest digest field %d: %w", i, err)
+		}
+	}
+	return nil
 }
 
 // ManifestAnswer is one chunk of an origin's answer. Every chunk carries the watermark (the

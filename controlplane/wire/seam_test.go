@@ -137,3 +137,26 @@ func FuzzDecode(f *testing.F) {
 		}
 	})
 }
+
+func TestManifestDigestRoundTripsInCompactForm(t *testing.T) {
+	t.Parallel()
+	for _, d := range []ManifestDigest{
+		{Tenant: "acme", Type: "order.placed", X0: -9223372036854775808, X1: 42, N: 7},
+		{Stream: "order-1", Tenant: "", Type: "t", X0: 1, X1: -1, N: 1},
+	} {
+		data, err := json.Marshal(d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var back ManifestDigest
+		if err := json.Unmarshal(data, &back); err != nil || back != d {
+			t.Fatalf("%s round-tripped to %+v, %v", data, back, err)
+		}
+	}
+	var d ManifestDigest
+	for _, bad := range []string{`{"tn":"a"}`, `["a","b",1,2]`, `["a","b","x",2,3]`} {
+		if json.Unmarshal([]byte(bad), &d) == nil {
+			t.Fatalf("%s was accepted", bad)
+		}
+	}
+}
