@@ -11,6 +11,7 @@ package audit
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"sort"
@@ -70,7 +71,11 @@ type Auditor struct {
 	mu       sync.Mutex
 	waiting  map[string]chan wire.ManifestAnswer
 	declined atomic.Int64
+	running  sync.Mutex // one audit (one comparison) at a time per auditor
 }
+
+// ErrAuditRunning is returned when an audit is asked for while this auditor runs one.
+var ErrAuditRunning = errors.New("an audit is already running")
 
 // Declined counts answer chunks nobody was waiting for (late, unsolicited, or over the gate).
 func (a *Auditor) Declined() int64 { return a.declined.Load() }
@@ -134,8 +139,14 @@ type Scope struct {
 // RunOnce audits every known origin now.
 func (a *Auditor) RunOnce(ctx context.Context) ([]Finding, error) { return a.Run(ctx, Scope{}) }
 
-// Run audits the origins in scope now.
+// Run audits the origins in scope now. One audit runs at a time: a second call while one runs is
+// declined with ErrAuditRunning rather than queued.
 func (a *Auditor) Run(ctx context.Context, scope Scope) ([]Finding, error) {
+	if !a.running.TryLock() {
+		a.declined.Add(1)
+		return nil, ErrAuditRunning
+	}
+	defer a.running.Unlock()
 	a.Limits = a.Limits.withDefaults()
 	rows, err := a.Pool.Query(ctx, "select origin, control_subject, coalesce(generation, 0) from streamseal.known_origins order by origin")
 	if err != nil {

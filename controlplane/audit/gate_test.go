@@ -38,3 +38,16 @@ func TestCompareGate_DeclinesWhatNoComparisonHolds(t *testing.T) {
 		t.Fatalf("held %d chunks and declined %d; want the 4 the comparison holds and 5 more declined", len(ch), a.Declined()-1)
 	}
 }
+
+// One comparison at a time: an audit asked for while one runs is declined, not queued.
+func TestCompareGate_DeclinesASecondAudit(t *testing.T) {
+	a := &Auditor{}
+	a.running.Lock()
+	if _, err := a.Run(context.Background(), Scope{}); err != ErrAuditRunning {
+		t.Fatalf("second audit: %v, want ErrAuditRunning", err)
+	}
+	a.running.Unlock()
+	if a.Declined() != 1 {
+		t.Fatalf("declined %d, want 1", a.Declined())
+	}
+}

@@ -8,6 +8,7 @@ package jobs
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
@@ -57,6 +58,9 @@ func (w *auditWorker) Work(ctx context.Context, _ *river.Job[AuditArgs]) error {
 		return w.sweeper.Sweep(ctx)
 	}
 	_, err := w.auditor.RunOnce(ctx)
+	if errors.Is(err, audit.ErrAuditRunning) {
+		return nil // the running audit covers this one
+	}
 	return err
 }
 
