@@ -29,6 +29,7 @@ import (
 	"github.com/streamseal/streamseal/controlplane/node"
 	"github.com/streamseal/streamseal/controlplane/repair"
 	"github.com/streamseal/streamseal/controlplane/scratchdb"
+	"github.com/streamseal/streamseal/controlplane/status"
 	"github.com/streamseal/streamseal/controlplane/store"
 	"github.com/streamseal/streamseal/controlplane/wire"
 )
@@ -42,6 +43,7 @@ commands:
   run       run the control plane of one service: stamper, relay, inbox, redelivery
   repair    ask an origin to re-deliver events and show progress until they are stored
   audit     run one deep audit now against every known origin (or --origin) and print findings
+  status    per origin: liveness, seal, unhealed buckets, lanes (floor and holes); --json
   demo      a walk-through on a throwaway database: append, stamp, digests, verification
   bench     run a benchmark: bench write|epochs|repair|detect|audit [--quick]
 
@@ -79,6 +81,7 @@ func dispatch(ctx context.Context, args []string, out io.Writer) error {
 		"bench":   cmdBench,
 		"repair":  cmdRepair,
 		"audit":   cmdAudit,
+		"status":  cmdStatus,
 	}
 	cmd, ok := commands[args[0]]
 	if !ok {
@@ -356,6 +359,29 @@ func openOperator(ctx context.Context, databaseURL, natsURL, command string) (*o
 func (c *operatorConn) close() {
 	c.nc.Close()
 	c.pool.Close()
+}
+
+func cmdStatus(ctx context.Context, args []string, out io.Writer) error {
+	fs := newFlags("status")
+	databaseURL := databaseURLFlag(fs, "the service database")
+	asJSON := fs.Bool("json", false, "print JSON for machines instead of a table")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if *databaseURL == "" {
+		fmt.Fprintln(os.Stderr, "streamseal status: --database-url is required")
+		return errUsage
+	}
+	pool, err := store.Open(ctx, *databaseURL)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	origins, err := status.Read(ctx, pool)
+	if err != nil {
+		return err
+	}
+	return status.Print(out, origins, *asJSON)
 }
 
 func natsURLFlag(fs *flag.FlagSet) *string {
