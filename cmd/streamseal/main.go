@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
 	"os"
 	"os/signal"
 	"strings"
@@ -145,6 +146,7 @@ func cmdRun(ctx context.Context, args []string, out io.Writer) error {
 	natsURL := natsURLFlag(fs)
 	natsDir := fs.String("nats-data-dir", envOr("STREAMSEAL_NATS_DATA_DIR", "streamseal-nats"), "JetStream data dir of the embedded NATS server started when --nats-url is empty (env STREAMSEAL_NATS_DATA_DIR)")
 	consumes := fs.String("consumes", os.Getenv("STREAMSEAL_CONSUMES"), "comma-separated event types this service consumes, from any origin; added to streamseal.subscriptions (env STREAMSEAL_CONSUMES)")
+	metricsAddr := fs.String("metrics-addr", os.Getenv("STREAMSEAL_METRICS_ADDR"), "serve /metrics, /healthz and /readyz on this address, e.g. :9464 (env STREAMSEAL_METRICS_ADDR; empty: off)")
 	var grants grantFlags
 	fs.Var(&grants, "grant", "service=type1,type2: let service receive these event types in redelivery (repeatable; added to streamseal.grants)")
 	settings := config.Defaults()
@@ -208,6 +210,16 @@ func cmdRun(ctx context.Context, args []string, out io.Writer) error {
 	}
 	if err := n.Start(ctx); err != nil {
 		return err
+	}
+	if *metricsAddr != "" {
+		srv := &http.Server{Addr: *metricsAddr, Handler: n.Metrics.Handler(), ReadHeaderTimeout: 5 * time.Second}
+		go func() {
+			if err := srv.ListenAndServe(); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				slog.Error("streamseal run: metrics server failed", "addr", *metricsAddr, "err", err)
+			}
+		}()
+		defer srv.Close()
+		slog.Info("streamseal run: serving /metrics, /healthz, /readyz", "addr", *metricsAddr)
 	}
 	slog.Info("streamseal run: control plane started", "service", name, "nats", url)
 	n.Wait()

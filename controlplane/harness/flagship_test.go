@@ -82,6 +82,13 @@ func appendStreams(t *testing.T, s *harness.Service, n, streams int, prefix stri
 // waitFor polls a witness until it holds; the deadline is a failsafe, not the assertion.
 func waitFor(t *testing.T, what string, services []*harness.Service, witness func() bool) {
 	t.Helper()
+	waitWithin(t, failsafe, what, services, witness)
+}
+
+// waitWithin is waitFor with a failsafe of its own, for the few scenarios whose honest duration
+// approaches the default one.
+func waitWithin(t *testing.T, failsafe time.Duration, what string, services []*harness.Service, witness func() bool) {
+	t.Helper()
 	deadline := time.Now().Add(failsafe)
 	for !witness() {
 		for _, s := range services {

@@ -96,9 +96,10 @@ func (w *checkpointWorker) Work(ctx context.Context, _ *river.Job[CheckpointArgs
 
 type maintenanceWorker struct {
 	river.WorkerDefaults[MaintenanceArgs]
-	pool   *pgxpool.Pool
-	cfg    config.Config
-	logger *slog.Logger
+	pool    *pgxpool.Pool
+	cfg     config.Config
+	logger  *slog.Logger
+	refresh func(context.Context) error // the metrics' backlog gauges, once per cycle
 }
 
 func (w *maintenanceWorker) Work(ctx context.Context, _ *river.Job[MaintenanceArgs]) error {
@@ -112,16 +113,19 @@ func (w *maintenanceWorker) Work(ctx context.Context, _ *river.Job[MaintenanceAr
 			w.logger.Warn("maintenance: stalled epoch forced closed; the sweep will verify it", "origin", e.Origin, "epoch", e.Epoch)
 		}
 	}
+	if w.refresh != nil {
+		return w.refresh(ctx)
+	}
 	return nil
 }
 
 // NewClient builds the River client of one service with its periodic jobs.
-func NewClient(pool *pgxpool.Pool, cfg config.Config, publisher *checkpoint.Publisher, verifier *checkpoint.Verifier, auditor *audit.Auditor, logger *slog.Logger) (*river.Client[pgx.Tx], error) {
+func NewClient(pool *pgxpool.Pool, cfg config.Config, publisher *checkpoint.Publisher, verifier *checkpoint.Verifier, auditor *audit.Auditor, refresh func(context.Context) error, logger *slog.Logger) (*river.Client[pgx.Tx], error) {
 	workers := river.NewWorkers()
 	if err := river.AddWorkerSafely(workers, &checkpointWorker{publisher: publisher, verifier: verifier}); err != nil {
 		return nil, err
 	}
-	if err := river.AddWorkerSafely(workers, &maintenanceWorker{pool: pool, cfg: cfg, logger: logger}); err != nil {
+	if err := river.AddWorkerSafely(workers, &maintenanceWorker{pool: pool, cfg: cfg, logger: logger, refresh: refresh}); err != nil {
 		return nil, err
 	}
 	sweeper := &Sweeper{Pool: pool, Auditor: auditor, Logger: logger, MaxEpochs: 1000}

@@ -24,6 +24,7 @@ import (
 	"github.com/streamseal/streamseal/controlplane/inbox"
 	"github.com/streamseal/streamseal/controlplane/jobs"
 	"github.com/streamseal/streamseal/controlplane/manifest"
+	"github.com/streamseal/streamseal/controlplane/metrics"
 	"github.com/streamseal/streamseal/controlplane/redelivery"
 	"github.com/streamseal/streamseal/controlplane/relay"
 	"github.com/streamseal/streamseal/controlplane/repair"
@@ -60,6 +61,7 @@ type Node struct {
 	Verifier   *checkpoint.Verifier
 	Manifest   *manifest.Server
 	Auditor    *audit.Auditor
+	Metrics    *metrics.Exporter
 	River      *river.Client[pgx.Tx]
 
 	settings config.Config
@@ -102,7 +104,23 @@ func New(cfg Config) (*Node, error) {
 	n.Auditor = &audit.Auditor{Pool: cfg.Pool, JS: js, Service: cfg.Service, Config: settings, Logger: logger,
 		Limits: audit.Limits{MaxDrillDownTypes: settings.MaxDrillDownTypesPerAudit, MaxDigests: settings.MaxDigestsPerManifest,
 			MaxRequests: settings.MaxAutoRepairRequestsPerAudit}}
-	client, err := jobs.NewClient(cfg.Pool, settings, n.Publisher, n.Verifier, n.Auditor, logger)
+	n.Metrics = metrics.New(cfg.Pool, cfg.NC, metrics.Sources{
+		InboxStored:                func() int64 { return n.Inbox.Counts().Stored },
+		InboxSuppressed:            func() int64 { return n.Inbox.Counts().Suppressed },
+		InboxRejected:              func() int64 { return n.Inbox.Counts().Rejected },
+		CheckpointsPublished:       n.Publisher.Published,
+		CheckpointsReceived:        func() int64 { r, _, _ := n.Verifier.Counts(); return r },
+		GapsDetected:               func() int64 { _, g, _ := n.Verifier.Counts(); return g },
+		RepairsRequested:           func() int64 { _, _, q := n.Verifier.Counts(); return q },
+		RedeliveryRequestsReceived: func() int64 { r, _, _ := n.Redelivery.Counts(); return r },
+		RedeliveryRefused:          func() int64 { _, f, _ := n.Redelivery.Counts(); return f },
+		RedeliveryEventsShipped:    func() int64 { _, _, s := n.Redelivery.Counts(); return s },
+		ManifestsAnswered:          func() int64 { a, _ := n.Manifest.Counts(); return a },
+		ManifestChunksSent:         func() int64 { _, c := n.Manifest.Counts(); return c },
+		ComparesDeclined:           n.Auditor.Declined,
+		SeamDropped:                n.Seam.Dropped,
+	})
+	client, err := jobs.NewClient(cfg.Pool, settings, n.Publisher, n.Verifier, n.Auditor, n.Metrics.Refresh, logger)
 	if err != nil {
 		return nil, err
 	}

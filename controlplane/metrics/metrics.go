@@ -1,0 +1,185 @@
+// Package metrics exposes one service's control plane to Prometheus (namespace streamseal_) and
+// serves /healthz and /readyz. Counters read the components' own counters at scrape time; the
+// backlog gauges (unhealed, exhausted, oldest unhealed age, sealed_through per origin) are read
+// once per maintenance cycle (Refresh) and swapped in whole: nothing queries the database for the
+// sake of a metric, and no scrape sees a half-updated reading.
+package metrics
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/nats-io/nats.go"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+const namespace = "streamseal"
+
+// Sources are the in-process counters the metrics read at scrape time.
+type Sources struct {
+	InboxStored, InboxSuppressed, InboxRejected   func() int64
+	CheckpointsPublished                          func() int64
+	CheckpointsReceived, GapsDetected             func() int64
+	RepairsRequested                              func() int64
+	RedeliveryRequestsReceived, RedeliveryRefused func() int64
+	RedeliveryEventsShipped                       func() int64
+	ManifestsAnswered, ManifestChunksSent         func() int64
+	ComparesDeclined                              func() int64
+	SeamDropped                                   func() map[string]int64
+}
+
+// Backlog is one maintenance cycle's reading of the ledger and seals.
+type Backlog struct {
+	Unhealed, Exhausted int64
+	OldestUnhealed      time.Duration
+	SealedThrough       map[string]int64
+	ConfirmedGapLanes   int64
+}
+
+// Exporter owns the registry and the latest backlog reading.
+type Exporter struct {
+	Registry *prometheus.Registry
+	pool     *pgxpool.Pool
+	nc       *nats.Conn
+
+	mu      sync.RWMutex
+	backlog Backlog
+}
+
+// New registers every instrument for one service.
+func New(pool *pgxpool.Pool, nc *nats.Conn, src Sources) *Exporter {
+	e := &Exporter{Registry: prometheus.NewRegistry(), pool: pool, nc: nc}
+	counter := func(name, help string, f func() int64) {
+		if f == nil {
+			return
+		}
+		e.Registry.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: namespace, Name: name, Help: help},
+			func() float64 { return float64(f()) }))
+	}
+	counter("inbox_events_stored_total", "Events the inbox stored (after commit).", src.InboxStored)
+	counter("inbox_events_suppressed_total", "Deliveries dropped by fault injection at the receive seam.", src.InboxSuppressed)
+	counter("inbox_rejects_total", "Messages the inbox could not store (recorded in inbox_rejects).", src.InboxRejected)
+	counter("checkpoints_published_total", "Checkpoint messages this origin published.", src.CheckpointsPublished)
+	counter("checkpoints_received_total", "Other origins' checkpoints this service verified.", src.CheckpointsReceived)
+	counter("gaps_detected_total", "Lanes with a newly confirmed gap.", src.GapsDetected)
+	counter("repairs_requested_total", "Repair requests sent from checkpoint gaps (or recorded in report-only).", src.RepairsRequested)
+	counter("redelivery_requests_received_total", "Redelivery requests this origin received.", src.RedeliveryRequestsReceived)
+	counter("redelivery_requests_refused_total", "Redelivery requests refused (ungranted types, unnamed tenants).", src.RedeliveryRefused)
+	counter("redelivery_events_shipped_total", "Events shipped in redelivery bundles.", src.RedeliveryEventsShipped)
+	counter("manifests_answered_total", "Manifest requests this origin answered.", src.ManifestsAnswered)
+	counter("manifest_chunks_sent_total", "Manifest answer chunks sent.", src.ManifestChunksSent)
+	counter("compares_declined_total", "Manifest chunks or audits declined at the compare gate.", src.ComparesDeclined)
+	if src.SeamDropped != nil {
+		e.Registry.MustRegister(&seamCollector{desc: prometheus.NewDesc(namespace+"_seam_dropped_total",
+			"Control messages dropped at the receive seam, by reason.", []string{"reason"}, nil), read: src.SeamDropped})
+	}
+	gauge := func(name, help string, f func(Backlog) float64) {
+		e.Registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: namespace, Name: name, Help: help},
+			func() float64 { e.mu.RLock(); defer e.mu.RUnlock(); return f(e.backlog) }))
+	}
+	gauge("unhealed_buckets", "Divergent buckets the repair ledger tracks (falls as heals delete rows).", func(b Backlog) float64 { return float64(b.Unhealed) })
+	gauge("repair_exhausted_buckets", "Unhealed buckets that spent their repair budget: the number worth an alert.", func(b Backlog) float64 { return float64(b.Exhausted) })
+	gauge("oldest_unhealed_age_seconds", "Age of the longest-standing unhealed divergence.", func(b Backlog) float64 { return b.OldestUnhealed.Seconds() })
+	gauge("lanes_with_confirmed_gaps", "Lanes holding a confirmed, not yet repaired gap.", func(b Backlog) float64 { return float64(b.ConfirmedGapLanes) })
+	e.Registry.MustRegister(&sealCollector{e: e, desc: prometheus.NewDesc(namespace+"_sealed_through",
+		"Per origin, the exclusive end of the highest window audited complete.", []string{"origin_service_id"}, nil)})
+	return e
+}
+
+// Refresh reads the backlog once (the maintenance cycle calls it) and swaps it in.
+func (e *Exporter) Refresh(ctx context.Context) error {
+	b := Backlog{SealedThrough: map[string]int64{}}
+	var oldest float64
+	if err := e.pool.QueryRow(ctx, `
+		select coalesce(sum(unhealed), 0)::bigint, coalesce(sum(exhausted), 0)::bigint,
+		       coalesce(extract(epoch from max(oldest_age)), 0)::float8
+		from streamseal.ledger_backlog()`).Scan(&b.Unhealed, &b.Exhausted, &oldest); err != nil {
+		return fmt.Errorf("read ledger backlog: %w", err)
+	}
+	b.OldestUnhealed = time.Duration(oldest * float64(time.Second))
+	if err := e.pool.QueryRow(ctx, "select count(*) from streamseal.lanes where confirmed <> '{}'").Scan(&b.ConfirmedGapLanes); err != nil {
+		return err
+	}
+	rows, err := e.pool.Query(ctx, "select origin, sealed_through from streamseal.seals")
+	if err != nil {
+		return err
+	}
+	for rows.Next() {
+		var origin string
+		var sealed int64
+		if err := rows.Scan(&origin, &sealed); err != nil {
+			rows.Close()
+			return err
+		}
+		b.SealedThrough[origin] = sealed
+	}
+	rows.Close()
+	e.mu.Lock()
+	e.backlog = b
+	e.mu.Unlock()
+	return rows.Err()
+}
+
+// Handler serves /metrics, /healthz (the process is up) and /readyz (database and wire reachable;
+// 503 with the reason when they are not, and "degraded" with the reason while a confirmed gap is
+// unrepaired or a bucket spent its repair budget).
+func (e *Exporter) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(e.Registry, promhttp.HandlerOpts{}))
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
+	mux.HandleFunc("/readyz", func(w http.ResponseWriter, r *http.Request) {
+		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+		defer cancel()
+		if err := e.pool.Ping(ctx); err != nil {
+			http.Error(w, "not ready: database unreachable: "+err.Error(), http.StatusServiceUnavailable)
+			return
+		}
+		if e.nc != nil && !e.nc.IsConnected() {
+			http.Error(w, "not ready: NATS disconnected", http.StatusServiceUnavailable)
+			return
+		}
+		e.mu.RLock()
+		b := e.backlog
+		e.mu.RUnlock()
+		switch {
+		case b.Exhausted > 0:
+			fmt.Fprintf(w, "degraded: %d buckets spent their repair budget\n", b.Exhausted)
+		case b.ConfirmedGapLanes > 0:
+			fmt.Fprintf(w, "degraded: %d lanes hold confirmed, unrepaired gaps\n", b.ConfirmedGapLanes)
+		default:
+			fmt.Fprintln(w, "ready")
+		}
+	})
+	return mux
+}
+
+type seamCollector struct {
+	desc *prometheus.Desc
+	read func() map[string]int64
+}
+
+func (c *seamCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
+func (c *seamCollector) Collect(ch chan<- prometheus.Metric) {
+	for reason, n := range c.read() {
+		ch <- prometheus.MustNewConstMetric(c.desc, prometheus.CounterValue, float64(n), reason)
+	}
+}
+
+type sealCollector struct {
+	e    *Exporter
+	desc *prometheus.Desc
+}
+
+func (c *sealCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
+func (c *sealCollector) Collect(ch chan<- prometheus.Metric) {
+	c.e.mu.RLock()
+	defer c.e.mu.RUnlock()
+	for origin, sealed := range c.e.backlog.SealedThrough {
+		ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, float64(sealed), origin)
+	}
+}
