@@ -34,16 +34,8 @@ stable
 set search_path = ''
 as $$
 begin
-    if _require_comparison.origin is null or _require_comparison.origin !~ '^[a-z][a-z0-9-]{0,62}$' then
-        raise exception '%: origin % is invalid: expected a service name [a-z][a-z0-9-]{0,62}',
-            _require_comparison.caller, coalesce(pg_catalog.quote_literal(_require_comparison.origin), 'null')
-            using errcode = '22023';
-    end if;
-    if _require_comparison.origin = streamseal.service_name() then
-        raise exception '%: origin "%" is this service: a comparison holds another origin''s answer against this store''s copy',
-            _require_comparison.caller, _require_comparison.origin
-            using errcode = '22023';
-    end if;
+    perform streamseal._require_other_origin(_require_comparison.caller, _require_comparison.origin,
+        'a comparison holds another origin''s answer against this store''s copy');
     if _require_comparison.from_seq is null or _require_comparison.to_seq is null
        or _require_comparison.from_seq < 0 or _require_comparison.to_seq < _require_comparison.from_seq then
         raise exception '%: window [%, %) of origin "%" is invalid: expected 0 <= from <= to',

@@ -13,16 +13,8 @@ stable
 set search_path = ''
 as $$
 begin
-    if _require_lane_key.origin is null or _require_lane_key.origin !~ '^[a-z][a-z0-9-]{0,62}$' then
-        raise exception '%: origin % is invalid: expected a service name [a-z][a-z0-9-]{0,62}',
-            _require_lane_key.caller, coalesce(pg_catalog.quote_literal(_require_lane_key.origin), 'null')
-            using errcode = '22023';
-    end if;
-    if _require_lane_key.origin = streamseal.service_name() then
-        raise exception '%: origin "%" is this service: a service keeps no lane of its own events',
-            _require_lane_key.caller, _require_lane_key.origin
-            using errcode = '22023';
-    end if;
+    perform streamseal._require_other_origin(_require_lane_key.caller, _require_lane_key.origin,
+        'a service keeps no lane of its own events');
     if _require_lane_key.event_type is null or _require_lane_key.event_type = '' then
         raise exception '%: event_type % is invalid: expected a non-empty name',
             _require_lane_key.caller, coalesce(pg_catalog.quote_literal(_require_lane_key.event_type), 'null')

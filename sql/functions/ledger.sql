@@ -20,28 +20,6 @@ language sql
 immutable
 as $$ select pg_catalog.hashtextextended('streamseal.ledger:' || _ledger_lock_key.origin, 0) $$;
 
--- _require_ledger_origin refuses an origin that is not another service: a ledger tracks this
--- store's copy of another origin's lane.
-create function streamseal._require_ledger_origin(caller text, origin text)
-returns void
-language plpgsql
-stable
-set search_path = ''
-as $$
-begin
-    if _require_ledger_origin.origin is null or _require_ledger_origin.origin !~ '^[a-z][a-z0-9-]{0,62}$' then
-        raise exception '%: origin % is invalid: expected a service name [a-z][a-z0-9-]{0,62}',
-            _require_ledger_origin.caller, coalesce(pg_catalog.quote_literal(_require_ledger_origin.origin), 'null')
-            using errcode = '22023';
-    end if;
-    if _require_ledger_origin.origin = streamseal.service_name() then
-        raise exception '%: origin "%" is this service: the ledger tracks copies of other origins'' lanes',
-            _require_ledger_origin.caller, _require_ledger_origin.origin
-            using errcode = '22023';
-    end if;
-end
-$$;
-
 -- _json_is_int64 says whether a JSON value is an integer that fits a bigint.
 create function streamseal._json_is_int64(value jsonb)
 returns boolean
@@ -158,7 +136,8 @@ declare
     bad record;
 begin
     -- GUARD: the options and the whole batch are checked before anything is written.
-    perform streamseal._require_ledger_origin('ledger_observe', ledger_observe.origin);
+    perform streamseal._require_other_origin('ledger_observe', ledger_observe.origin,
+        'the ledger tracks copies of other origins'' lanes');
     if ledger_observe.cooldown is null or ledger_observe.cooldown < interval '0' then
         raise exception 'ledger_observe: cooldown % is invalid: expected a non-negative interval',
             coalesce(ledger_observe.cooldown::text, 'null')
@@ -307,7 +286,8 @@ declare
     bad record;
 begin
     -- GUARD: the whole batch is checked before anything is deleted.
-    perform streamseal._require_ledger_origin('ledger_heal', ledger_heal.origin);
+    perform streamseal._require_other_origin('ledger_heal', ledger_heal.origin,
+        'the ledger tracks copies of other origins'' lanes');
     if ledger_heal.now_at is null or not pg_catalog.isfinite(ledger_heal.now_at) then
         raise exception 'ledger_heal: now_at % is invalid: expected a finite time',
             coalesce(ledger_heal.now_at::text, 'null')
@@ -394,7 +374,8 @@ as $$
 declare
     changed integer;
 begin
-    perform streamseal._require_ledger_origin('ledger_unrequest', ledger_unrequest.origin);
+    perform streamseal._require_other_origin('ledger_unrequest', ledger_unrequest.origin,
+        'the ledger tracks copies of other origins'' lanes');
     perform pg_catalog.pg_advisory_xact_lock(streamseal._ledger_lock_key(ledger_unrequest.origin));
     update streamseal.repair_ledger l
     set attempts = greatest(l.attempts - 1, 0),

@@ -50,3 +50,26 @@ begin
     return current_name;
 end
 $$;
+
+-- _require_other_origin refuses an origin that is not a valid name of another service: lanes,
+-- comparisons and the ledger all hold another origin's events against this store's copies.
+-- purpose ends the message when the origin is this service, saying why that cannot be.
+create function streamseal._require_other_origin(caller text, origin text, purpose text)
+returns void
+language plpgsql
+stable
+set search_path = ''
+as $$
+begin
+    if _require_other_origin.origin is null or _require_other_origin.origin !~ '^[a-z][a-z0-9-]{0,62}$' then
+        raise exception '%: origin % is invalid: expected a service name [a-z][a-z0-9-]{0,62}',
+            _require_other_origin.caller, coalesce(pg_catalog.quote_literal(_require_other_origin.origin), 'null')
+            using errcode = '22023';
+    end if;
+    if _require_other_origin.origin = streamseal.service_name() then
+        raise exception '%: origin "%" is this service: %',
+            _require_other_origin.caller, _require_other_origin.origin, _require_other_origin.purpose
+            using errcode = '22023';
+    end if;
+end
+$$;
