@@ -28,6 +28,7 @@ import (
 	"github.com/streamseal/streamseal/controlplane/demo"
 	"github.com/streamseal/streamseal/controlplane/migrate"
 	"github.com/streamseal/streamseal/controlplane/node"
+	"github.com/streamseal/streamseal/controlplane/progress"
 	"github.com/streamseal/streamseal/controlplane/repair"
 	"github.com/streamseal/streamseal/controlplane/scratchdb"
 	"github.com/streamseal/streamseal/controlplane/status"
@@ -268,7 +269,7 @@ func cmdRepair(ctx context.Context, args []string, out io.Writer) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()
-	op := &repair.Operator{Pool: pool, NC: nc, Service: service, Out: out, Terminal: repair.IsTerminal(os.Stdout)}
+	op := &repair.Operator{Pool: pool, NC: nc, Service: service, Out: out, Terminal: progress.IsTerminal(os.Stdout)}
 	_, err = op.Run(ctx, *origin, req)
 	return err
 }
@@ -308,7 +309,18 @@ func cmdAudit(ctx context.Context, args []string, out io.Writer) error {
 	auditor := &audit.Auditor{Pool: pool, JS: js, Service: service, Config: settings, Logger: slog.Default(),
 		Limits: audit.Limits{MaxDrillDownTypes: settings.MaxDrillDownTypesPerAudit, MaxDigests: settings.MaxDigestsPerManifest,
 			MaxRequests: settings.MaxAutoRepairRequestsPerAudit}}
+	lines := map[string]*progress.Line{}
+	terminal := progress.IsTerminal(os.Stdout)
+	auditor.OnProgress = func(p audit.Progress) {
+		if lines[p.Origin] == nil {
+			lines[p.Origin] = &progress.Line{Out: out, Terminal: terminal, Label: "audit " + p.Origin + ": drill-down", Unit: "events"}
+		}
+		lines[p.Origin].Report(p.Done, p.Total)
+	}
 	findings, err := auditor.RunBeside(ctx, nc, audit.Scope{Origin: *origin, Full: *full})
+	for _, l := range lines {
+		l.End()
+	}
 	for _, f := range findings {
 		printFinding(out, f, settings.RepairMode)
 	}

@@ -9,11 +9,13 @@
 package audit
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -26,6 +28,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/streamseal/streamseal/controlplane/config"
+	"github.com/streamseal/streamseal/controlplane/metrics"
 	"github.com/streamseal/streamseal/controlplane/wire"
 )
 
@@ -65,6 +68,10 @@ type Auditor struct {
 	Config  config.Config
 	Limits  Limits
 	Logger  *slog.Logger
+	Metrics *metrics.Instruments // nil: not measured
+	// OnProgress, when set, observes each stream page a drill-down compared (the audit command
+	// prints it).
+	OnProgress func(Progress)
 	// Now is the ledger's clock (tests inject one); nil means the database's now().
 	Now func() time.Time
 
@@ -99,6 +106,7 @@ func (a *Auditor) onAnswer(_ context.Context, env wire.Envelope, _ []byte) error
 	a.mu.Unlock()
 	if ch == nil {
 		a.declined.Add(1)
+		a.Metrics.CompareDeclined(ans.Origin)
 		return nil
 	}
 	// The compare gate: the waiting comparison holds at most a few chunks; anything beyond is
@@ -107,6 +115,7 @@ func (a *Auditor) onAnswer(_ context.Context, env wire.Envelope, _ []byte) error
 	case ch <- ans:
 	default:
 		a.declined.Add(1)
+		a.Metrics.CompareDeclined(ans.Origin)
 	}
 	return nil
 }
@@ -120,6 +129,14 @@ type Finding struct {
 	Requests      int // repair requests sent (or, in report-only, that would be sent)
 	Sealed        bool
 	SealedThrough int64
+}
+
+// Progress is how far one origin's drill-down has come: the origin's events (of the drilled types,
+// in the window) covered by the stream pages compared so far, of its type-level total for them.
+type Progress struct {
+	Origin      string
+	Done, Total int64
+	Pages       int
 }
 
 // Bucket is one divergent (stream, tenant, type) bucket.
@@ -144,6 +161,7 @@ func (a *Auditor) RunOnce(ctx context.Context) ([]Finding, error) { return a.Run
 func (a *Auditor) Run(ctx context.Context, scope Scope) ([]Finding, error) {
 	if !a.running.TryLock() {
 		a.declined.Add(1)
+		a.Metrics.CompareDeclined(cmp.Or(scope.Origin, "all"))
 		return nil, ErrAuditRunning
 	}
 	defer a.running.Unlock()
@@ -234,7 +252,7 @@ func (a *Auditor) auditOrigin(ctx context.Context, origin, control string, gener
 	if len(mismatched) > a.Limits.MaxDrillDownTypes {
 		mismatched = mismatched[:a.Limits.MaxDrillDownTypes]
 	}
-	buckets, decisions, err := a.drillDown(ctx, origin, control, f.From, f.To, mismatched)
+	buckets, decisions, err := a.drillDown(ctx, origin, control, f.From, f.To, mismatched, eventsOf(typeDigests, mismatched))
 	if err != nil {
 		return f, err
 	}
@@ -273,6 +291,7 @@ func (a *Auditor) ask(ctx context.Context, origin, control string, req wire.Mani
 	if err := wire.PublishTo(ctx, a.JS, control, env, nil); err != nil {
 		return nil, err
 	}
+	a.Metrics.ManifestRequested(origin, req.Level == wire.LevelStreams)
 	var out []wire.ManifestAnswer
 	timeout := time.NewTimer(a.Limits.AnswerTimeout)
 	defer timeout.Stop()
@@ -294,6 +313,7 @@ func (a *Auditor) ask(ctx context.Context, origin, control string, req wire.Mani
 
 // compareTypes returns the event types whose type-level digests differ (any reason).
 func (a *Auditor) compareTypes(ctx context.Context, origin string, from, to int64, digests []wire.ManifestDigest, consumed []string) ([]string, error) {
+	started := time.Now()
 	tenants, types, x0s, x1s, ns := columns(digests)
 	rows, err := a.Pool.Query(ctx, `
 		select distinct event_type from streamseal.compare_type_digests($1, $2, $3, $4, $5, $6, $7, $8, $9, make_interval(secs => $10))
@@ -301,14 +321,20 @@ func (a *Auditor) compareTypes(ctx context.Context, origin string, from, to int6
 	if err != nil {
 		return nil, fmt.Errorf("compare type digests: %w", err)
 	}
-	return pgx.CollectRows(rows, pgx.RowTo[string])
+	mismatched, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err == nil {
+		a.Metrics.ManifestCompared(wire.LevelTypes, time.Since(started))
+	}
+	return mismatched, err
 }
 
 // drillDown walks stream-level pages of the mismatched types and returns the divergent buckets.
-func (a *Auditor) drillDown(ctx context.Context, origin, control string, from, to int64, types []string) ([]Bucket, []decision, error) {
+func (a *Auditor) drillDown(ctx context.Context, origin, control string, from, to int64, types []string, total int64) ([]Bucket, []decision, error) {
 	var out []Bucket
 	var decided []decision
+	var done int64
 	after := ""
+	a.Metrics.DrillDown(origin)
 	for page := 0; page < a.Limits.MaxPages; page++ {
 		answers, err := a.ask(ctx, origin, control, wire.ManifestRequest{Level: wire.LevelStreams, From: from, To: to,
 			Types: types, AfterStream: after, MaxDigests: a.Limits.MaxDigests})
@@ -318,6 +344,10 @@ func (a *Auditor) drillDown(ctx context.Context, origin, control string, from, t
 		var digests []wire.ManifestDigest
 		for _, ans := range answers {
 			digests = append(digests, ans.Digests...)
+		}
+		done += eventsOf(digests, types)
+		if a.OnProgress != nil {
+			a.OnProgress(Progress{Origin: origin, Done: done, Total: total, Pages: page + 1})
 		}
 		resume := answers[len(answers)-1].ResumeAfter
 		buckets, decisions, err := a.compareStreams(ctx, origin, from, to, types, digests, after, resume)
@@ -332,12 +362,14 @@ func (a *Auditor) drillDown(ctx context.Context, origin, control string, from, t
 		after = resume
 	}
 	a.Logger.Warn("audit: stream pages capped; the rest waits for the next audit", "origin", origin, "after", after)
+	a.Metrics.PagesCapped(origin)
 	return out, decided, nil
 }
 
 // compareStreams compares one stream-level page, feeds its divergent buckets to the ledger and
 // heals the ledgered buckets of the page's range that now match, in one statement per step.
 func (a *Auditor) compareStreams(ctx context.Context, origin string, from, to int64, types []string, digests []wire.ManifestDigest, after, through string) ([]Bucket, []decision, error) {
+	started := time.Now()
 	// One row per origin bucket, then one marker row per drilled type (null stream and tenant):
 	// a type with no bucket on this page is still compared, so this store's extras of it in the
 	// page's range are found (and its ledger rows are not healed unseen).
@@ -424,20 +456,17 @@ func (a *Auditor) compareStreams(ctx context.Context, origin string, from, to in
 	if err != nil {
 		return nil, nil, fmt.Errorf("ledger heal: %w", err)
 	}
-	for healed.Next() {
-		var tenant, eventType, stream string
-		var age float64
-		if err := healed.Scan(&tenant, &eventType, &stream, &age); err != nil {
-			healed.Close()
-			return nil, nil, err
-		}
-		a.Logger.Info("audit: divergence healed", "tenant", tenant, "type", eventType, "stream", stream, "heal_seconds", age)
-	}
-	healed.Close()
-	if err := healed.Err(); err != nil {
+	if err := a.recordHeals(origin, healed); err != nil {
 		return nil, nil, err
 	}
-	return buckets, decisions, tx.Commit(ctx)
+	if err := tx.Commit(ctx); err != nil {
+		return nil, nil, err
+	}
+	for _, b := range buckets {
+		a.Metrics.Divergence(origin, b.Type, b.Reason)
+	}
+	a.Metrics.ManifestCompared(wire.LevelStreams, time.Since(started))
+	return buckets, decisions, nil
 }
 
 func (a *Auditor) now() time.Time {
@@ -479,6 +508,7 @@ func (a *Auditor) act(ctx context.Context, origin, control string, from, to int6
 			break
 		}
 		f, t := from, to
+		a.Metrics.RepairRequested("audit", origin)
 		req := wire.RedeliveryRequest{RequestID: uuid.NewString(), Tenants: []string{k[0]}, Types: []string{k[1]},
 			Streams: batches[k], FromSeq: &f, ToSeq: &t, MaxEvents: a.Config.Redelivery.MaxEventsPerRequest}
 		sent++
@@ -536,6 +566,12 @@ func (a *Auditor) healMatched(ctx context.Context, origin string, types []string
 	if err != nil {
 		return fmt.Errorf("ledger heal: %w", err)
 	}
+	return a.recordHeals(origin, rows)
+}
+
+// recordHeals logs each bucket ledger_heal deleted and observes its age (first sighting to
+// proven heal); it closes rows.
+func (a *Auditor) recordHeals(origin string, rows pgx.Rows) error {
 	defer rows.Close()
 	for rows.Next() {
 		var tenant, eventType, stream string
@@ -544,8 +580,20 @@ func (a *Auditor) healMatched(ctx context.Context, origin string, types []string
 			return err
 		}
 		a.Logger.Info("audit: divergence healed", "origin", origin, "tenant", tenant, "type", eventType, "stream", stream, "heal_seconds", age)
+		a.Metrics.BucketHealed(age)
 	}
 	return rows.Err()
+}
+
+// eventsOf sums the event counts of digests of the given types.
+func eventsOf(ds []wire.ManifestDigest, types []string) int64 {
+	var n int64
+	for _, d := range ds {
+		if slices.Contains(types, d.Type) {
+			n += d.N
+		}
+	}
+	return n
 }
 
 func columns(ds []wire.ManifestDigest) (tenants, types []string, x0s, x1s, ns []int64) {

@@ -23,6 +23,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/streamseal/streamseal/controlplane/config"
+	"github.com/streamseal/streamseal/controlplane/metrics"
 	"github.com/streamseal/streamseal/controlplane/wire"
 )
 
@@ -115,6 +116,7 @@ type Verifier struct {
 	Service string
 	Config  config.Config
 	Logger  *slog.Logger
+	Metrics *metrics.Instruments // nil: not measured
 
 	mu          sync.Mutex
 	sentInCycle map[string]int // (origin, round) -> requests sent while handling that round
@@ -241,6 +243,7 @@ func (v *Verifier) act(ctx context.Context, cp wire.Checkpoint, l lane) error {
 		}
 	}
 	v.requests.Add(1)
+	v.Metrics.RepairRequested("checkpoint", cp.Origin)
 	if _, err := v.Pool.Exec(ctx, "select streamseal.mark_requested($1, $2, $3, $4::int8multirange)",
 		cp.Origin, l.tenant, l.eventType, multirange(l.toRequest)); err != nil {
 		return fmt.Errorf("mark requested: %w", err)

@@ -63,9 +63,16 @@ func TestAudit_ConvergesAndTheNextRoundSeals(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	var progress []audit.Progress
+	billing.Auditor.OnProgress = func(p audit.Progress) { progress = append(progress, p) }
 	findings, err := billing.Auditor.RunOnce(context.Background())
 	if err != nil {
 		t.Fatal(err)
+	}
+	billing.Auditor.OnProgress = nil
+	// Progress (what `audit` prints): one report per page, covering the origin's 6 events.
+	if last := progress[len(progress)-1]; len(progress) < 3 || last.Done != 6 || last.Total != 6 || last.Pages != len(progress) {
+		t.Fatalf("drill-down progress %+v; want a report per page (3 streams, one per page) ending at 6/6", progress)
 	}
 	if len(findings) != 1 || len(findings[0].Divergent) != 2 || findings[0].Requests != 1 || findings[0].Sealed {
 		t.Fatalf("first round = %+v; want 2 deficit buckets (s2, s3), 1 batched request, no seal", findings)
@@ -177,10 +184,17 @@ func TestSweep_HealsSabotagedEpochsAndDigests(t *testing.T) {
 		update streamseal.stream_digests set n = n + 1 where stream_id = 'sweep-03'`); err != nil {
 		t.Fatal(err)
 	}
-	sweeper := &jobs.Sweeper{Pool: orders.Pool, Auditor: orders.Auditor, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), MaxEpochs: 1000}
+	sweeper := &jobs.Sweeper{Pool: orders.Pool, Auditor: orders.Auditor, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), MaxEpochs: 1000,
+		Metrics: orders.Metrics.Instruments}
 	if err := sweeper.Sweep(ctx); err != nil {
 		t.Fatal(err)
 	}
+	// The sweep's instruments say what it checked and what it healed, by kind.
+	requireMetrics(t, "after the sweep", []wantMetric{
+		{orders, "streamseal_digest_buckets_verified_total", nil, 6},
+		{orders, "streamseal_digest_drift_healed_total", map[string]string{"kind": "drift"}, 5}, // sweep-03 holds all 5 types
+		{orders, "streamseal_digest_drift_healed_total", map[string]string{"kind": "epoch"}, 1},
+	})
 	if drift, err := store.VerifyStreamDigests(ctx, orders.Pool, false); err != nil || len(drift) != 0 {
 		t.Fatalf("after the sweep the digest table still drifts: %v, %v", drift, err)
 	}

@@ -46,7 +46,7 @@ func TestOperator_RepairsAWindowAndReportsProgress(t *testing.T) {
 	if n := countFrom(t, billing.Pool, "orders"); n != 200 {
 		t.Fatalf("after the operator returned billing holds %d events, want 200", n)
 	}
-	if !strings.Contains(out.String(), "40/40 events in the store") || !strings.Contains(out.String(), "repair: complete") {
+	if !strings.Contains(out.String(), "repair: 40/40 events (100%)") || !strings.Contains(out.String(), "repair: complete") {
 		t.Fatalf("operator output lacks the progress and completion lines:\n%s", out.String())
 	}
 }

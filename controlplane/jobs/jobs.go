@@ -128,7 +128,7 @@ func NewClient(pool *pgxpool.Pool, cfg config.Config, publisher *checkpoint.Publ
 	if err := river.AddWorkerSafely(workers, &maintenanceWorker{pool: pool, cfg: cfg, logger: logger, refresh: refresh}); err != nil {
 		return nil, err
 	}
-	sweeper := &Sweeper{Pool: pool, Auditor: auditor, Logger: logger, MaxEpochs: 1000}
+	sweeper := &Sweeper{Pool: pool, Auditor: auditor, Logger: logger, MaxEpochs: 1000, Metrics: auditor.Metrics}
 	sweepSchedule, cronOK := SweepSchedule(cfg.FullSweepCron, auditor.Service)
 	aw := &auditWorker{auditor: auditor, sweeper: sweeper}
 	if !cronOK {

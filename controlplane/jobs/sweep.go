@@ -14,6 +14,7 @@ import (
 	"github.com/riverqueue/river"
 
 	"github.com/streamseal/streamseal/controlplane/audit"
+	"github.com/streamseal/streamseal/controlplane/metrics"
 	"github.com/streamseal/streamseal/controlplane/store"
 )
 
@@ -73,7 +74,8 @@ type Sweeper struct {
 	Pool      *pgxpool.Pool
 	Auditor   *audit.Auditor
 	Logger    *slog.Logger
-	MaxEpochs int // epochs verified per sweep (the verify cursor resumes from there next time)
+	MaxEpochs int                  // epochs verified per sweep (the verify cursor resumes from there next time)
+	Metrics   *metrics.Instruments // nil: not measured
 }
 
 // Sweep runs one sweep now.
@@ -82,7 +84,9 @@ func (s *Sweeper) Sweep(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	healed := map[string]int64{}
 	for _, d := range drift {
+		healed[d.Kind]++
 		s.Logger.Error("sweep: DIGEST DRIFT healed: an unaccounted write path touched the store", "kind", d.Kind,
 			"origin", d.Origin, "tenant", d.Tenant, "type", d.EventType, "stream", d.StreamID, "stored_n", d.Stored.N, "actual_n", d.Actual.N)
 	}
@@ -90,12 +94,19 @@ func (s *Sweeper) Sweep(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	var checked int64
 	for _, c := range checks {
+		checked += int64(c.Checked)
+		healed["epoch"] += int64(c.Drifted)
+		if c.PrefixHealed {
+			healed["epoch_prefix"]++
+		}
 		if c.Drifted > 0 || c.PrefixHealed {
 			s.Logger.Error("sweep: SEALED EPOCH DRIFT healed", "origin", c.Origin, "checked", c.Checked,
 				"drifted", c.Drifted, "prefix_healed", c.PrefixHealed)
 		}
 	}
+	s.Metrics.Verified(checked, healed)
 	if _, err := s.Auditor.Run(ctx, audit.Scope{Full: true}); err != nil {
 		return fmt.Errorf("full-history audit: %w", err)
 	}

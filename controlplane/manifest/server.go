@@ -14,11 +14,13 @@ import (
 	"log/slog"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/streamseal/streamseal/controlplane/metrics"
 	"github.com/streamseal/streamseal/controlplane/wire"
 )
 
@@ -29,6 +31,7 @@ type Server struct {
 	Service    string
 	MaxDigests int // per chunk (default 500)
 	Logger     *slog.Logger
+	Metrics    *metrics.Instruments // nil: not measured
 
 	build    sync.Mutex
 	answered atomic.Int64
@@ -51,6 +54,7 @@ func (s *Server) answer(ctx context.Context, env wire.Envelope, _ []byte) error 
 		(req.Level != wire.LevelTypes && req.Level != wire.LevelStreams) {
 		return fmt.Errorf("%w: manifest request from %s is malformed", wire.ErrPermanent, env.From)
 	}
+	received := time.Now()
 	// One answer build at a time: a burst of audits after a deploy queues on the broker.
 	s.build.Lock()
 	defer s.build.Unlock()
@@ -108,6 +112,7 @@ func (s *Server) answer(ctx context.Context, env wire.Envelope, _ []byte) error 
 		s.chunks.Add(1)
 	}
 	s.answered.Add(1)
+	s.Metrics.ManifestAnswered(req.Level, req.From > 0, time.Since(received))
 	return nil
 }
 

@@ -9,6 +9,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
@@ -25,11 +26,9 @@ type Sources struct {
 	InboxStored, InboxSuppressed, InboxRejected   func() int64
 	CheckpointsPublished                          func() int64
 	CheckpointsReceived, GapsDetected             func() int64
-	RepairsRequested                              func() int64
 	RedeliveryRequestsReceived, RedeliveryRefused func() int64
 	RedeliveryEventsShipped                       func() int64
 	ManifestsAnswered, ManifestChunksSent         func() int64
-	ComparesDeclined                              func() int64
 	SeamDropped                                   func() map[string]int64
 }
 
@@ -41,11 +40,13 @@ type Backlog struct {
 	ConfirmedGapLanes   int64
 }
 
-// Exporter owns the registry and the latest backlog reading.
+// Exporter owns the registry, the instruments the components feed, and the latest backlog
+// reading.
 type Exporter struct {
-	Registry *prometheus.Registry
-	pool     *pgxpool.Pool
-	nc       *nats.Conn
+	Registry    *prometheus.Registry
+	Instruments *Instruments
+	pool        *pgxpool.Pool
+	nc          *nats.Conn
 
 	mu      sync.RWMutex
 	backlog Backlog
@@ -54,6 +55,7 @@ type Exporter struct {
 // New registers every instrument for one service.
 func New(pool *pgxpool.Pool, nc *nats.Conn, src Sources) *Exporter {
 	e := &Exporter{Registry: prometheus.NewRegistry(), pool: pool, nc: nc}
+	e.Instruments = newInstruments(e.Registry)
 	counter := func(name, help string, f func() int64) {
 		if f == nil {
 			return
@@ -67,13 +69,11 @@ func New(pool *pgxpool.Pool, nc *nats.Conn, src Sources) *Exporter {
 	counter("checkpoints_published_total", "Checkpoint messages this origin published.", src.CheckpointsPublished)
 	counter("checkpoints_received_total", "Other origins' checkpoints this service verified.", src.CheckpointsReceived)
 	counter("gaps_detected_total", "Lanes with a newly confirmed gap.", src.GapsDetected)
-	counter("repairs_requested_total", "Repair requests sent from checkpoint gaps (or recorded in report-only).", src.RepairsRequested)
 	counter("redelivery_requests_received_total", "Redelivery requests this origin received.", src.RedeliveryRequestsReceived)
 	counter("redelivery_requests_refused_total", "Redelivery requests refused (ungranted types, unnamed tenants).", src.RedeliveryRefused)
 	counter("redelivery_events_shipped_total", "Events shipped in redelivery bundles.", src.RedeliveryEventsShipped)
 	counter("manifests_answered_total", "Manifest requests this origin answered.", src.ManifestsAnswered)
 	counter("manifest_chunks_sent_total", "Manifest answer chunks sent.", src.ManifestChunksSent)
-	counter("compares_declined_total", "Manifest chunks or audits declined at the compare gate.", src.ComparesDeclined)
 	if src.SeamDropped != nil {
 		e.Registry.MustRegister(&seamCollector{desc: prometheus.NewDesc(namespace+"_seam_dropped_total",
 			"Control messages dropped at the receive seam, by reason.", []string{"reason"}, nil), read: src.SeamDropped})
@@ -119,10 +119,18 @@ func (e *Exporter) Refresh(ctx context.Context) error {
 		b.SealedThrough[origin] = sealed
 	}
 	rows.Close()
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	e.SetBacklog(b)
+	return nil
+}
+
+// SetBacklog swaps in a backlog reading whole (Refresh reads one; a scrape never sees half).
+func (e *Exporter) SetBacklog(b Backlog) {
 	e.mu.Lock()
 	e.backlog = b
 	e.mu.Unlock()
-	return rows.Err()
 }
 
 // Handler serves /metrics, /healthz (the process is up) and /readyz (database and wire reachable;
@@ -133,14 +141,8 @@ func (e *Exporter) Handler() http.Handler {
 	mux.Handle("/metrics", promhttp.HandlerFor(e.Registry, promhttp.HandlerOpts{}))
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
 	mux.HandleFunc("/readyz", func(w http.ResponseWriter, r *http.Request) {
-		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
-		defer cancel()
-		if err := e.pool.Ping(ctx); err != nil {
-			http.Error(w, "not ready: database unreachable: "+err.Error(), http.StatusServiceUnavailable)
-			return
-		}
-		if e.nc != nil && !e.nc.IsConnected() {
-			http.Error(w, "not ready: NATS disconnected", http.StatusServiceUnavailable)
+		if reasons := e.unreachable(r.Context()); len(reasons) > 0 {
+			http.Error(w, "not ready: "+strings.Join(reasons, "; "), http.StatusServiceUnavailable)
 			return
 		}
 		e.mu.RLock()
@@ -156,6 +158,21 @@ func (e *Exporter) Handler() http.Handler {
 		}
 	})
 	return mux
+}
+
+// unreachable names each dependency the service cannot reach now (both are checked, so the
+// body says everything that is down).
+func (e *Exporter) unreachable(ctx context.Context) []string {
+	var reasons []string
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	if err := e.pool.Ping(ctx); err != nil {
+		reasons = append(reasons, "database unreachable: "+err.Error())
+	}
+	if e.nc != nil && !e.nc.IsConnected() {
+		reasons = append(reasons, "NATS disconnected")
+	}
+	return reasons
 }
 
 type seamCollector struct {

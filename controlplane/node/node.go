@@ -91,35 +91,36 @@ func New(cfg Config) (*Node, error) {
 		return nil, err
 	}
 	n := &Node{Name: cfg.Service, Pool: cfg.Pool, NC: cfg.NC, JS: js, settings: settings, noRelay: cfg.NoRelay, logger: logger, errs: make(chan error, 8)}
-	n.Seam = &wire.Seam{Self: cfg.Service, Logger: logger}
-	n.Control = &wire.Control{JS: js, Seam: n.Seam, Logger: logger}
-	n.Inbox = &inbox.Inbox{Pool: cfg.Pool, JS: js, Service: cfg.Service, Logger: logger, Suppress: cfg.Suppress}
-	n.Relay = &relay.Relay{Pool: cfg.Pool, JS: js, Logger: logger}
-	n.Redelivery = &redelivery.Server{Pool: cfg.Pool, JS: js, Service: cfg.Service, Limits: settings.Redelivery, Logger: logger}
-	n.Repair = &repair.Receiver{Pool: cfg.Pool, Service: cfg.Service, Logger: logger, AcceptUnservable: true}
-	n.Publisher = &checkpoint.Publisher{Pool: cfg.Pool, JS: js, Service: cfg.Service, Interval: settings.CheckpointInterval, Logger: logger}
-	n.Verifier = &checkpoint.Verifier{Pool: cfg.Pool, JS: js, Service: cfg.Service, Config: settings, Logger: logger}
-	n.Inbox.OnCheckpoint = n.Verifier.Handle
-	n.Manifest = &manifest.Server{Pool: cfg.Pool, JS: js, Service: cfg.Service, MaxDigests: settings.MaxDigestsPerManifest, Logger: logger}
-	n.Auditor = &audit.Auditor{Pool: cfg.Pool, JS: js, Service: cfg.Service, Config: settings, Logger: logger,
-		Limits: audit.Limits{MaxDrillDownTypes: settings.MaxDrillDownTypesPerAudit, MaxDigests: settings.MaxDigestsPerManifest,
-			MaxRequests: settings.MaxAutoRepairRequestsPerAudit}}
+	// The exporter first: its counters read the components below at scrape time, and its
+	// instruments are handed to them.
 	n.Metrics = metrics.New(cfg.Pool, cfg.NC, metrics.Sources{
 		InboxStored:                func() int64 { return n.Inbox.Counts().Stored },
 		InboxSuppressed:            func() int64 { return n.Inbox.Counts().Suppressed },
 		InboxRejected:              func() int64 { return n.Inbox.Counts().Rejected },
-		CheckpointsPublished:       n.Publisher.Published,
+		CheckpointsPublished:       func() int64 { return n.Publisher.Published() },
 		CheckpointsReceived:        func() int64 { r, _, _ := n.Verifier.Counts(); return r },
 		GapsDetected:               func() int64 { _, g, _ := n.Verifier.Counts(); return g },
-		RepairsRequested:           func() int64 { _, _, q := n.Verifier.Counts(); return q },
 		RedeliveryRequestsReceived: func() int64 { r, _, _ := n.Redelivery.Counts(); return r },
 		RedeliveryRefused:          func() int64 { _, f, _ := n.Redelivery.Counts(); return f },
 		RedeliveryEventsShipped:    func() int64 { _, _, s := n.Redelivery.Counts(); return s },
 		ManifestsAnswered:          func() int64 { a, _ := n.Manifest.Counts(); return a },
 		ManifestChunksSent:         func() int64 { _, c := n.Manifest.Counts(); return c },
-		ComparesDeclined:           n.Auditor.Declined,
-		SeamDropped:                n.Seam.Dropped,
+		SeamDropped:                func() map[string]int64 { return n.Seam.Dropped() },
 	})
+	ins := n.Metrics.Instruments
+	n.Seam = &wire.Seam{Self: cfg.Service, Logger: logger}
+	n.Control = &wire.Control{JS: js, Seam: n.Seam, Logger: logger}
+	n.Inbox = &inbox.Inbox{Pool: cfg.Pool, JS: js, Service: cfg.Service, Logger: logger, Suppress: cfg.Suppress}
+	n.Relay = &relay.Relay{Pool: cfg.Pool, JS: js, Logger: logger, Metrics: ins}
+	n.Redelivery = &redelivery.Server{Pool: cfg.Pool, JS: js, Service: cfg.Service, Limits: settings.Redelivery, Logger: logger, Metrics: ins}
+	n.Repair = &repair.Receiver{Pool: cfg.Pool, Service: cfg.Service, Logger: logger, AcceptUnservable: true}
+	n.Publisher = &checkpoint.Publisher{Pool: cfg.Pool, JS: js, Service: cfg.Service, Interval: settings.CheckpointInterval, Logger: logger}
+	n.Verifier = &checkpoint.Verifier{Pool: cfg.Pool, JS: js, Service: cfg.Service, Config: settings, Logger: logger, Metrics: ins}
+	n.Inbox.OnCheckpoint = n.Verifier.Handle
+	n.Manifest = &manifest.Server{Pool: cfg.Pool, JS: js, Service: cfg.Service, MaxDigests: settings.MaxDigestsPerManifest, Logger: logger, Metrics: ins}
+	n.Auditor = &audit.Auditor{Pool: cfg.Pool, JS: js, Service: cfg.Service, Config: settings, Logger: logger, Metrics: ins,
+		Limits: audit.Limits{MaxDrillDownTypes: settings.MaxDrillDownTypesPerAudit, MaxDigests: settings.MaxDigestsPerManifest,
+			MaxRequests: settings.MaxAutoRepairRequestsPerAudit}}
 	client, err := jobs.NewClient(cfg.Pool, settings, n.Publisher, n.Verifier, n.Auditor, n.Metrics.Refresh, logger)
 	if err != nil {
 		return nil, err
@@ -139,7 +140,7 @@ func (n *Node) Start(ctx context.Context) error {
 	n.Auditor.Register(n.Control)
 	runCtx, cancel := context.WithCancel(ctx)
 	n.cancel = cancel
-	n.goRun(runCtx, "stamper", (&stamper.Loop{Pool: n.Pool, Logger: n.logger}).Run)
+	n.goRun(runCtx, "stamper", (&stamper.Loop{Pool: n.Pool, Logger: n.logger, Metrics: n.Metrics.Instruments}).Run)
 	if !n.noRelay {
 		n.goRun(runCtx, "relay", n.Relay.Run)
 	}

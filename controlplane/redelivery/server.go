@@ -21,6 +21,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/streamseal/streamseal/controlplane/metrics"
 	"github.com/streamseal/streamseal/controlplane/store"
 	"github.com/streamseal/streamseal/controlplane/wire"
 )
@@ -43,6 +44,7 @@ type Server struct {
 	Service string
 	Limits  Limits
 	Logger  *slog.Logger
+	Metrics *metrics.Instruments // nil: not measured
 	// OnBuild, when set, observes each build starting ("start") and ending ("end").
 	OnBuild func(requestID, phase string)
 
@@ -190,6 +192,7 @@ func (s *Server) build(ctx context.Context, requester string, req wire.Redeliver
 	s.Logger.Info("redelivery: served", "request", req.RequestID, "requester", requester, "shipped", summary.Shipped,
 		"bundles", summary.Bundles, "truncated", summary.Truncated, "unservable", len(summary.Unservable),
 		"took", time.Since(start))
+	s.Metrics.RedeliveryBuilt(time.Since(start))
 	return nil
 }
 

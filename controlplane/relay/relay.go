@@ -19,6 +19,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/streamseal/streamseal/controlplane/metrics"
 	"github.com/streamseal/streamseal/controlplane/store"
 	"github.com/streamseal/streamseal/controlplane/wire"
 )
@@ -37,6 +38,7 @@ type Relay struct {
 	PollInterval time.Duration
 	// OnPublished, when set, observes each acknowledged batch (its last origin_seq).
 	OnPublished func(through int64)
+	Metrics     *metrics.Instruments // nil: not measured
 }
 
 func (r *Relay) defaults() {
@@ -137,9 +139,17 @@ func (r *Relay) publishBatch(ctx context.Context) (int, error) {
 		}
 	}
 	if acked > 0 {
-		if _, err := r.Pool.Exec(ctx, `
-			update streamseal.relay_state set published_through = greatest(published_through, $1), updated_at = now()`, acked); err != nil {
+		// The cursor's update also reads the acknowledged event's age: the relay lag, in the
+		// database's clock, at work already done.
+		var age *float64
+		if err := r.Pool.QueryRow(ctx, `
+			update streamseal.relay_state set published_through = greatest(published_through, $1), updated_at = now()
+			returning (select date_part('epoch', clock_timestamp() - e.stored_at) from streamseal.events e
+			           where e.origin = streamseal.service_name() and e.origin_seq = $1)`, acked).Scan(&age); err != nil {
 			return 0, fmt.Errorf("record relay cursor %d: %w", acked, err)
+		}
+		if age != nil {
+			r.Metrics.Relayed(time.Duration(*age * float64(time.Second)))
 		}
 		if r.OnPublished != nil {
 			r.OnPublished(acked)

@@ -5,13 +5,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/streamseal/streamseal/controlplane/progress"
 	"github.com/streamseal/streamseal/controlplane/wire"
 )
 
@@ -74,8 +74,7 @@ func (o *Operator) Run(ctx context.Context, origin string, req wire.RedeliveryRe
 
 // progress polls the store until it holds at least want events of the request's scope.
 func (o *Operator) progress(ctx context.Context, origin string, req wire.RedeliveryRequest, want int) error {
-	start := time.Now()
-	last := -1
+	line := &progress.Line{Out: o.Out, Terminal: o.Terminal, Label: "repair", Unit: "events"}
 	for {
 		var have int
 		if err := o.Pool.QueryRow(ctx, `
@@ -85,22 +84,9 @@ func (o *Operator) progress(ctx context.Context, origin string, req wire.Redeliv
 			origin, req.Tenants, req.Types, req.FromSeq, req.ToSeq).Scan(&have); err != nil {
 			return err
 		}
-		done := min(have, want)
-		if done != last {
-			rate := float64(done) / max(time.Since(start).Seconds(), 0.001)
-			line := fmt.Sprintf("repair: %d/%d events in the store (%.0f%%), %.0f events/s", done, want, 100*float64(done)/float64(max(want, 1)), rate)
-			if o.Terminal {
-				fmt.Fprintf(o.Out, "\r%s", line)
-			} else {
-				fmt.Fprintln(o.Out, line)
-			}
-			last = done
-		}
+		line.Report(int64(min(have, want)), int64(want))
 		if have >= want {
-			if o.Terminal {
-				fmt.Fprintln(o.Out)
-			}
-			fmt.Fprintln(o.Out, "repair: complete")
+			line.Finish("repair: complete")
 			return nil
 		}
 		select {
@@ -109,10 +95,4 @@ func (o *Operator) progress(ctx context.Context, origin string, req wire.Redeliv
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
-}
-
-// IsTerminal reports whether f is a character device (an interactive terminal).
-func IsTerminal(f *os.File) bool {
-	info, err := f.Stat()
-	return err == nil && info.Mode()&os.ModeCharDevice != 0
 }

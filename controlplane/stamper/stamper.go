@@ -15,6 +15,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/streamseal/streamseal/controlplane/metrics"
 	"github.com/streamseal/streamseal/controlplane/store"
 )
 
@@ -38,6 +39,7 @@ type Loop struct {
 	Logger   *slog.Logger
 	// OnStamp, when set, observes every call that numbered events (metrics, demo output).
 	OnStamp func(store.StampResult)
+	Metrics *metrics.Instruments // nil: not measured
 }
 
 func (l *Loop) defaults() {
@@ -143,8 +145,11 @@ func (l *Loop) Drain(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		if r.Stamped > 0 && l.OnStamp != nil {
-			l.OnStamp(r)
+		if r.Stamped > 0 {
+			l.Metrics.Stamped(r.OldestWait)
+			if l.OnStamp != nil {
+				l.OnStamp(r)
+			}
 		}
 		if r.Stamped < l.BatchSize {
 			return nil

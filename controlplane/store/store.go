@@ -241,15 +241,20 @@ func collectIDs(ctx context.Context, db DB, op, sql string, arg any) ([]uuid.UUI
 
 // StampResult is what one stamp call did.
 type StampResult struct {
-	Stamped       int   // events numbered by this call
-	LastOriginSeq int64 // the lane's highest origin_seq after it
+	Stamped       int           // events numbered by this call
+	LastOriginSeq int64         // the lane's highest origin_seq after it
+	OldestWait    time.Duration // how long the batch's oldest event waited to be numbered
 }
 
 // Stamp numbers up to max committed own events in commit order (streamseal.stamp).
 func Stamp(ctx context.Context, db DB, max int) (StampResult, error) {
 	var r StampResult
-	if err := db.QueryRow(ctx, "select stamped, last_origin_seq from streamseal.stamp($1)", max).Scan(&r.Stamped, &r.LastOriginSeq); err != nil {
+	var wait *float64
+	if err := db.QueryRow(ctx, "select stamped, last_origin_seq, oldest_wait_seconds from streamseal.stamp($1)", max).Scan(&r.Stamped, &r.LastOriginSeq, &wait); err != nil {
 		return StampResult{}, classify("stamp", err)
+	}
+	if wait != nil {
+		r.OldestWait = time.Duration(*wait * float64(time.Second))
 	}
 	return r, nil
 }

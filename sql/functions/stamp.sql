@@ -6,10 +6,12 @@
 
 -- stamp numbers up to max_events committed, unstamped own events in insertion order: origin_seq
 -- dense per service, type_seq dense per (tenant, event_type). One set-based statement; the
--- digest fold rides the UPDATE trigger. Returns how many it stamped and the lane's last origin_seq
--- (stamped now or before), and NOTIFYs 'streamseal_stamped' with that number when it stamped any.
+-- digest fold rides the UPDATE trigger. Returns how many it stamped, the lane's last origin_seq
+-- (stamped now or before) and how long the batch's oldest event waited since it was stored (the
+-- stamper lag; null when it stamped none), and NOTIFYs 'streamseal_stamped' with that number
+-- when it stamped any.
 create function streamseal.stamp(max_events integer default 10000)
-returns table (stamped integer, last_origin_seq bigint)
+returns table (stamped integer, last_origin_seq bigint, oldest_wait_seconds double precision)
 language plpgsql
 volatile
 set search_path = ''
@@ -27,6 +29,7 @@ declare
     tenants text[];
     event_types text[];
     stamped_count integer;
+    oldest_stored timestamptz;
 begin
     if stamp.max_events is null or stamp.max_events < 1 then
         raise exception 'stamp: max_events % is invalid: expected a positive batch size', stamp.max_events
@@ -49,10 +52,11 @@ begin
     -- by a join the planner might turn into a scan of the whole store.
     select pg_catalog.array_agg(b.row_id order by b.local_id),
            pg_catalog.array_agg(b.tenant order by b.local_id),
-           pg_catalog.array_agg(b.event_type order by b.local_id)
-    into row_ids, tenants, event_types
+           pg_catalog.array_agg(b.event_type order by b.local_id),
+           pg_catalog.min(b.stored_at)
+    into row_ids, tenants, event_types, oldest_stored
     from (
-        select e.ctid as row_id, e.tenant, e.event_type, e.local_id
+        select e.ctid as row_id, e.tenant, e.event_type, e.local_id, e.stored_at
         from streamseal.events e
         where e.origin_seq is null and e.origin = self
         order by e.local_id
@@ -60,7 +64,7 @@ begin
         for update
     ) b;
     if row_ids is null then
-        return query select 0, base_seq;
+        return query select 0, base_seq, null::double precision;
         return;
     end if;
 
@@ -103,6 +107,7 @@ begin
 
     -- Listeners hear it at commit, when the numbers are visible.
     perform pg_catalog.pg_notify('streamseal_stamped', (base_seq + stamped_count)::text);
-    return query select stamped_count, base_seq + stamped_count;
+    return query select stamped_count, base_seq + stamped_count,
+        pg_catalog.date_part('epoch', pg_catalog.clock_timestamp() - oldest_stored);
 end
 $$;

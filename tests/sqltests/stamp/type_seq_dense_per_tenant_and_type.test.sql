@@ -4,7 +4,7 @@ begin;
 select plan(10);
 select streamseal.set_service_name('stamp-dense');
 
-select results_eq($$ select * from streamseal.stamp() $$, $$ values (0, 0::bigint) $$,
+select results_eq($$ select stamped, last_origin_seq from streamseal.stamp() $$, $$ values (0, 0::bigint) $$,
     'stamp on an empty lane stamps nothing and reports last_origin_seq 0');
 
 -- Batch 1: five events interleaved over 2 tenants x 2 types.
@@ -14,7 +14,7 @@ select streamseal.append(array[
     streamseal_test.own('ta-s', 3, 'y.made', 'ta', event_id => streamseal_test.uid(3)),
     streamseal_test.own('ta-s', 4, 'x.made', 'ta', event_id => streamseal_test.uid(4)),
     streamseal_test.own('tb-s', 5, 'x.made', 'tb', event_id => streamseal_test.uid(5))]);
-select results_eq($$ select * from streamseal.stamp() $$, $$ values (5, 5::bigint) $$,
+select results_eq($$ select stamped, last_origin_seq from streamseal.stamp() $$, $$ values (5, 5::bigint) $$,
     'stamp numbers the first batch: 5 stamped, last_origin_seq 5');
 
 -- Batch 2: four events, stamped in two partial runs.
@@ -23,9 +23,9 @@ select streamseal.append(array[
     streamseal_test.own('ta-s', 7, 'x.made', 'ta', event_id => streamseal_test.uid(7)),
     streamseal_test.own('tb-s', 8, 'x.made', 'tb', event_id => streamseal_test.uid(8)),
     streamseal_test.own('ta-s', 9, 'y.made', 'ta', event_id => streamseal_test.uid(9))]);
-select results_eq($$ select * from streamseal.stamp(max_events => 2) $$, $$ values (2, 7::bigint) $$,
+select results_eq($$ select stamped, last_origin_seq from streamseal.stamp(max_events => 2) $$, $$ values (2, 7::bigint) $$,
     'a capped stamp numbers only the oldest 2 pending events');
-select results_eq($$ select * from streamseal.stamp() $$, $$ values (2, 9::bigint) $$,
+select results_eq($$ select stamped, last_origin_seq from streamseal.stamp() $$, $$ values (2, 9::bigint) $$,
     'the next stamp numbers the remaining 2 above them');
 
 -- Batch 3: two appends (two statements) before one stamp.
@@ -35,9 +35,9 @@ select streamseal.append(array[
 select streamseal.append(array[
     streamseal_test.own('tb-s', 12, 'y.made', 'tb', event_id => streamseal_test.uid(12)),
     streamseal_test.own('ta-s', 13, 'y.made', 'ta', event_id => streamseal_test.uid(13))]);
-select results_eq($$ select * from streamseal.stamp() $$, $$ values (4, 13::bigint) $$,
+select results_eq($$ select stamped, last_origin_seq from streamseal.stamp() $$, $$ values (4, 13::bigint) $$,
     'stamp numbers two appends'' events together: 4 stamped, last_origin_seq 13');
-select results_eq($$ select * from streamseal.stamp() $$, $$ values (0, 13::bigint) $$,
+select results_eq($$ select stamped, last_origin_seq from streamseal.stamp() $$, $$ values (0, 13::bigint) $$,
     'a second stamp with nothing pending stamps 0 and still reports last_origin_seq 13');
 
 select results_eq(
