@@ -297,8 +297,11 @@ begin
     end if;
 
     return query
-    with pairs as (
+    with pairs as materialized (
         -- Each requested (tenant, event_type), what of it the counter covers and what it never reached.
+        -- Materialized: inlined, asked was recomputed (a multirange intersection, O(ranges)) for
+        -- every event the read below filters with it, O(rows x ranges): 1.1 s for a request of
+        -- 1000 ranges over 4000 events instead of a few ms.
         select r.tenant, r.event_type,
                redelivery_unservable.type_seq_ranges * r.reached as asked,
                redelivery_unservable.type_seq_ranges - r.reached as never_existed
