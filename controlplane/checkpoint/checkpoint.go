@@ -11,6 +11,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -36,6 +37,7 @@ type Publisher struct {
 	Logger   *slog.Logger
 
 	published atomic.Int64
+	rounds    atomic.Int64 // rotates which type's message leads a round
 }
 
 // Published counts checkpoint messages published.
@@ -93,6 +95,13 @@ func (p *Publisher) Publish(ctx context.Context) (int, error) {
 	if err := rows.Err(); err != nil {
 		return 0, fmt.Errorf("next checkpoint: %w", err)
 	}
+	// Consumers verify a round's messages in the order they arrive and the per-round repair cap
+	// goes to the first lanes with gaps: rotating the lead type each round keeps one type that
+	// keeps losing from taking the cap every round while the others wait (invariant 9).
+	if len(order) > 0 {
+		k := int(p.rounds.Add(1) % int64(len(order)))
+		order = append(order[k:], order[:k]...)
+	}
 	for _, eventType := range order {
 		msg, err := wire.CheckpointMessage(*byType[eventType])
 		if err != nil {
@@ -120,6 +129,7 @@ type Verifier struct {
 
 	mu          sync.Mutex
 	sentInCycle map[string]int // (origin, round) -> requests sent while handling that round
+	waited      map[string]int // (origin, tenant, type) -> rounds its holes waited for the cap
 	received    atomic.Int64
 	gaps        atomic.Int64
 	requests    atomic.Int64
@@ -157,6 +167,13 @@ func (v *Verifier) Handle(ctx context.Context, cp wire.Checkpoint) error {
 	if err != nil {
 		return err
 	}
+	// Within a message, the lanes that waited longest for the cap go first (the tenants of one
+	// type take turns as the publisher's rotation makes the types take turns).
+	v.mu.Lock()
+	slices.SortStableFunc(lanes, func(a, b lane) int {
+		return v.waited[laneKey(cp.Origin, b)] - v.waited[laneKey(cp.Origin, a)]
+	})
+	v.mu.Unlock()
 	for _, l := range lanes {
 		if len(l.newlyConfirmed) > 0 {
 			v.gaps.Add(1)
@@ -214,8 +231,14 @@ func (v *Verifier) act(ctx context.Context, cp wire.Checkpoint, l lane) error {
 		v.sentInCycle = map[string]int{}
 	}
 	capped := v.sentInCycle[cycle] >= v.Config.MaxAutoRepairRequestsPerCheckpoint
-	if !capped {
+	if v.waited == nil {
+		v.waited = map[string]int{}
+	}
+	if capped {
+		v.waited[laneKey(cp.Origin, l)]++
+	} else {
 		v.sentInCycle[cycle]++
+		delete(v.waited, laneKey(cp.Origin, l))
 	}
 	v.mu.Unlock()
 	action := "requested"
@@ -274,6 +297,8 @@ func (v *Verifier) CheckLiveness(ctx context.Context) error {
 	}
 	return rows.Err()
 }
+
+func laneKey(origin string, l lane) string { return origin + "\x00" + l.tenant + "\x00" + l.eventType }
 
 func multirange(rs [][2]int64) string {
 	parts := make([]string, len(rs))

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
+
 	"github.com/streamseal/streamseal/controlplane/config"
 	"github.com/streamseal/streamseal/controlplane/harness"
 	"github.com/streamseal/streamseal/controlplane/store"
@@ -116,5 +118,64 @@ func TestCheckpoint_ReplicasAndRestartsRaiseNothingFalse(t *testing.T) {
 	})
 	if g := gapReports(t, restarted); len(g) != 0 {
 		t.Fatalf("false gaps after a restart: %+v", g)
+	}
+}
+
+// Invariant 9 (storm bounds) without starvation: with the per-round cap at one request and every
+// lane (2 tenants x 2 types) losing a delivery every round, no lane keeps the slot: over the four
+// rounds that confirm gaps, each lane is served once. (Before: the lane verified first in every
+// round, the alphabetically first type and tenant, took the slot every time while it kept losing.)
+func TestCheckpoint_CappedRepairsServeEveryLaneInTurn(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	settings := fast(config.ReportOnly, 1)
+	settings.CheckpointInterval = time.Hour // rounds are published by the test
+	types, tenants := eventTypes[:2], []string{"t1", "t2"}
+	orders := start(t, h, "orders", harness.Options{Settings: settings}, nil)
+	billing := start(t, h, "billing", harness.Options{Settings: settings, Consumes: types,
+		Suppress: func(e store.EventCopy) bool { return e.StreamVersion == 2 }}, nil)
+	services := []*harness.Service{orders, billing}
+	ctx := context.Background()
+	for round := 1; round <= 5; round++ {
+		// Every lane loses one delivery this round (version 2 of its stream).
+		var events []store.NewEvent
+		for _, tenant := range tenants {
+			for _, eventType := range types {
+				for v := int64(1); v <= 2; v++ {
+					events = append(events, store.NewEvent{EventID: uuid.New(), Tenant: tenant, StreamID: fmt.Sprintf("r%d-%s-%s", round, tenant, eventType),
+						StreamVersion: v, EventType: eventType, Payload: []byte("{}")})
+				}
+			}
+		}
+		if _, err := store.Append(ctx, orders.Pool, events); err != nil {
+			t.Fatal(err)
+		}
+		want := int64(round * len(events))
+		waitFor(t, "billing settled the round's deliveries", services, func() bool {
+			var relayed int64
+			_ = orders.Pool.QueryRow(ctx, "select published_through from streamseal.relay_state").Scan(&relayed)
+			return settled(billing) == want && relayed == want
+		})
+		received, _, _ := billing.Verifier.Counts()
+		if n, err := orders.Publisher.Publish(ctx); err != nil || n != len(types) {
+			t.Fatalf("round %d: published %d checkpoints, %v", round, n, err)
+		}
+		waitFor(t, "billing verified the round", services, func() bool {
+			r, _, _ := billing.Verifier.Counts()
+			return r == received+int64(len(types))
+		})
+	}
+	served := map[string]int{}
+	for _, g := range gapReports(t, billing) {
+		if g.Action == "would_request" {
+			served[g.Tenant+" "+g.EventType]++
+		}
+	}
+	for _, tenant := range tenants {
+		for _, eventType := range types {
+			if served[tenant+" "+eventType] != 1 {
+				t.Fatalf("lanes served over four capped rounds: %v; want each of the 4 lanes once", served)
+			}
+		}
 	}
 }
