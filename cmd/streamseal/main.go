@@ -449,6 +449,8 @@ func (g *grantFlags) Set(v string) error {
 func cmdDemo(ctx context.Context, args []string, out io.Writer) error {
 	fs := newFlags("demo")
 	serverURL := databaseURLFlag(fs, "a server to create the demo database on (default: a throwaway cluster)")
+	keep := fs.Bool("keep", false, "after the verdict keep the services running, with a trickle of orders, serving metrics until Ctrl-C")
+	metricsAddr := fs.String("metrics-addr", "127.0.0.1:9464", "with --keep: orders' metrics address; billing and shipping take the next two ports")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -457,7 +459,7 @@ func cmdDemo(ctx context.Context, args []string, out io.Writer) error {
 		return err
 	}
 	defer server.Close()
-	return demo.Run(ctx, server, out)
+	return demo.Run(ctx, server, out, demo.Options{Keep: *keep, MetricsAddr: *metricsAddr})
 }
 
 func cmdBench(ctx context.Context, args []string, out io.Writer) error {

@@ -9,11 +9,15 @@
 package demo
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
+	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -32,8 +36,17 @@ var (
 	shippingTypes = []string{"order.placed", "order.shipped"}
 )
 
+// Options adjust a demo run.
+type Options struct {
+	// Keep keeps the three services running after the verdict, with a trickle of new orders
+	// (and billing's defect still dropping some), each serving /metrics, /healthz and /readyz
+	// on MetricsAddr's port and the next two, until ctx ends (Ctrl-C).
+	Keep        bool
+	MetricsAddr string // default 127.0.0.1:9464; port 0 picks free ports
+}
+
 // Run plays the demo on databases of server.
-func Run(ctx context.Context, server *scratchdb.Server, out io.Writer) error {
+func Run(ctx context.Context, server *scratchdb.Server, out io.Writer, opts Options) error {
 	start := time.Now()
 	tl := &timeline{out: out, start: start}
 	logger := slog.New(tl)
@@ -80,7 +93,8 @@ func Run(ctx context.Context, server *scratchdb.Server, out io.Writer) error {
 	}
 
 	const total = 900
-	if err := appendOrders(ctx, orders.Pool, total); err != nil {
+	feed := &orderFeed{}
+	if err := feed.append(ctx, orders.Pool, total); err != nil {
 		return err
 	}
 	tl.say("orders appended %d events (%d streams, %s); the stamper numbers them in commit order, the relay publishes them",
@@ -118,12 +132,68 @@ func Run(ctx context.Context, server *scratchdb.Server, out io.Writer) error {
 		failures = append(failures, "billing never named a gap")
 	}
 	tl.say("done in %s", time.Since(start).Round(10*time.Millisecond))
+	verdict := error(nil)
 	if len(failures) > 0 {
 		fmt.Fprintf(out, "VERDICT diverged: %s\n", strings.Join(failures, "; "))
-		return errors.New("demo: a consumer diverged")
+		verdict = errors.New("demo: a consumer diverged")
+	} else {
+		fmt.Fprintf(out, "VERDICT converged: billing and shipping hold every event they consume from orders, byte for byte; digests and seals agree\n")
 	}
-	fmt.Fprintf(out, "VERDICT converged: billing and shipping hold every event they consume from orders, byte for byte; digests and seals agree\n")
-	return nil
+	if opts.Keep {
+		if err := keep(ctx, tl, opts.MetricsAddr, feed, []*harness.Service{orders, billing, shipping}); err != nil {
+			return err
+		}
+	}
+	return verdict
+}
+
+// keep serves each service's metrics and health on consecutive ports and trickles new orders
+// (30 a second) until ctx ends; the backlog gauges are refreshed every few seconds, as the
+// maintenance cycle would.
+func keep(ctx context.Context, tl *timeline, addr string, feed *orderFeed, services []*harness.Service) error {
+	host, portText, err := net.SplitHostPort(cmp.Or(addr, "127.0.0.1:9464"))
+	if err != nil {
+		return fmt.Errorf("metrics address %q: %w", addr, err)
+	}
+	port, err := strconv.Atoi(portText)
+	if err != nil || port < 0 || port > 65533 {
+		return fmt.Errorf("metrics address %q: the port must be a number up to 65533 (three consecutive ports are used)", addr)
+	}
+	for i, s := range services {
+		p := port
+		if port != 0 {
+			p = port + i
+		}
+		ln, err := net.Listen("tcp", net.JoinHostPort(host, strconv.Itoa(p)))
+		if err != nil {
+			return fmt.Errorf("serve %s's metrics: %w", s.Name, err)
+		}
+		srv := &http.Server{Handler: s.Metrics.Handler(), ReadHeaderTimeout: 5 * time.Second}
+		go srv.Serve(ln)
+		defer srv.Close()
+		tl.say("metrics: %s on http://%s/metrics (also /healthz, /readyz)", s.Name, ln.Addr())
+	}
+	tl.say("kept running: orders trickles 30 events a second, billing still drops every 23rd order.paid; Ctrl-C to stop")
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	for n := 0; ; n++ {
+		if n%5 == 0 {
+			for _, s := range services {
+				if err := s.Metrics.Refresh(ctx); err != nil && ctx.Err() == nil {
+					tl.say("metrics refresh of %s: %v", s.Name, err)
+				}
+			}
+		}
+		select {
+		case <-ctx.Done():
+			tl.say("stopping")
+			return nil
+		case <-tick.C:
+		}
+		if err := feed.append(ctx, services[0].Pool, 30); err != nil && ctx.Err() == nil {
+			return err
+		}
+	}
 }
 
 // audit compares a consumer with the origin the way the deep audit does, with the SQL
@@ -224,14 +294,24 @@ func fingerprint(ctx context.Context, pool *pgxpool.Pool, types []string) string
 	return f
 }
 
-func appendOrders(ctx context.Context, pool *pgxpool.Pool, total int) error {
-	versions := map[string]int64{}
+// orderFeed appends orders over 30 streams, continuing where its last call stopped.
+type orderFeed struct {
+	next     int
+	versions map[string]int64
+}
+
+func (f *orderFeed) append(ctx context.Context, pool *pgxpool.Pool, n int) error {
+	if f.versions == nil {
+		f.versions = map[string]int64{}
+	}
 	var batch []store.NewEvent
-	for i := range total {
+	for range n {
+		i := f.next
+		f.next++
 		stream := fmt.Sprintf("order-%02d", i%30)
-		versions[stream]++
+		f.versions[stream]++
 		batch = append(batch, store.NewEvent{EventID: uuid.New(), Tenant: []string{"acme", "globex"}[i%2], StreamID: stream,
-			StreamVersion: versions[stream], EventType: allTypes[i%3],
+			StreamVersion: f.versions[stream], EventType: allTypes[i%3],
 			Payload: []byte(fmt.Sprintf(`{"order":%d,"amount":%d}`, i%30, 10+i))})
 		if len(batch) == 30 {
 			if _, err := store.Append(ctx, pool, batch); err != nil {
