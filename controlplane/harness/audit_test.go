@@ -25,6 +25,26 @@ func auditSettings() config.Config {
 	return c
 }
 
+// appendSixAndWait appends 6 events of one type over streams s1..s3 (versions 1 and 2) at orders
+// and waits until billing stored them all, knows orders, and its lane floor passed them.
+func appendSixAndWait(t *testing.T, orders, billing *harness.Service) {
+	t.Helper()
+	ctx := context.Background()
+	var events []store.NewEvent
+	for i := range 6 {
+		events = append(events, store.NewEvent{EventID: uuid.New(), Tenant: "acme", StreamID: []string{"s1", "s2", "s3"}[i%3],
+			StreamVersion: int64(i/3 + 1), EventType: eventTypes[0], Payload: []byte("{}")})
+	}
+	if _, err := store.Append(ctx, orders.Pool, events); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "billing stored all 6 and knows orders", []*harness.Service{orders, billing}, func() bool {
+		var known int
+		_ = billing.Pool.QueryRow(ctx, "select count(*) from streamseal.known_origins").Scan(&known)
+		return countFrom(t, billing.Pool, "orders") == 6 && known == 1 && laneFloor(t, billing, "orders", "acme", eventTypes[0]) == 6
+	})
+}
+
 func sealOf(t *testing.T, s *harness.Service, origin string) int64 {
 	t.Helper()
 	var sealed int64
@@ -45,19 +65,7 @@ func TestAudit_ConvergesAndTheNextRoundSeals(t *testing.T) {
 	orders := start(t, h, "orders", harness.Options{Settings: settings, Grants: map[string][]string{"billing": eventTypes[:1]}}, nil)
 	billing := start(t, h, "billing", harness.Options{Settings: settings, Consumes: eventTypes[:1]}, nil)
 	services := []*harness.Service{orders, billing}
-	var events []store.NewEvent
-	for i := range 6 {
-		events = append(events, store.NewEvent{EventID: uuid.New(), Tenant: "acme", StreamID: []string{"s1", "s2", "s3"}[i%3],
-			StreamVersion: int64(i/3 + 1), EventType: eventTypes[0], Payload: []byte("{}")})
-	}
-	if _, err := store.Append(context.Background(), orders.Pool, events); err != nil {
-		t.Fatal(err)
-	}
-	waitFor(t, "billing stored all 6 and knows orders", services, func() bool {
-		var known int
-		_ = billing.Pool.QueryRow(context.Background(), "select count(*) from streamseal.known_origins").Scan(&known)
-		return countFrom(t, billing.Pool, "orders") == 6 && known == 1 && laneFloor(t, billing, "orders", "acme", eventTypes[0]) == 6
-	})
+	appendSixAndWait(t, orders, billing)
 	// Loss after receipt: all of s2 and one event of s3.
 	if _, err := billing.Pool.Exec(context.Background(), "delete from streamseal.events where stream_id = 's2' or (stream_id = 's3' and stream_version = 2)"); err != nil {
 		t.Fatal(err)

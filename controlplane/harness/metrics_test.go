@@ -276,23 +276,3 @@ func TestMetrics_ReadinessDegradesOnAnExhaustedBucketAndRecoversWhenItHeals(t *t
 		t.Fatalf("repair_exhausted_buckets = %v after the heal, want 0", got)
 	}
 }
-
-// appendSixAndWait appends 6 events of one type over streams s1..s3 (versions 1 and 2) at orders
-// and waits until billing stored them all, knows orders, and its lane floor passed them.
-func appendSixAndWait(t *testing.T, orders, billing *harness.Service) {
-	t.Helper()
-	ctx := context.Background()
-	var events []store.NewEvent
-	for i := range 6 {
-		events = append(events, store.NewEvent{EventID: uuid.New(), Tenant: "acme", StreamID: []string{"s1", "s2", "s3"}[i%3],
-			StreamVersion: int64(i/3 + 1), EventType: eventTypes[0], Payload: []byte("{}")})
-	}
-	if _, err := store.Append(ctx, orders.Pool, events); err != nil {
-		t.Fatal(err)
-	}
-	waitFor(t, "billing stored all 6 and knows orders", []*harness.Service{orders, billing}, func() bool {
-		var known int
-		_ = billing.Pool.QueryRow(ctx, "select count(*) from streamseal.known_origins").Scan(&known)
-		return countFrom(t, billing.Pool, "orders") == 6 && known == 1 && laneFloor(t, billing, "orders", "acme", eventTypes[0]) == 6
-	})
-}
