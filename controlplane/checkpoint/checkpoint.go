@@ -128,8 +128,8 @@ type Verifier struct {
 	Metrics *metrics.Instruments // nil: not measured
 
 	mu          sync.Mutex
-	sentInCycle map[string]int // (origin, round) -> requests sent while handling that round
-	waited      map[string]int // (origin, tenant, type) -> rounds its holes waited for the cap
+	sentInRound map[string]round // origin -> its current round and the requests sent in it
+	waited      map[string]int   // (origin, tenant, type) -> rounds its holes waited for the cap
 	received    atomic.Int64
 	gaps        atomic.Int64
 	requests    atomic.Int64
@@ -224,22 +224,24 @@ func (v *Verifier) act(ctx context.Context, cp wire.Checkpoint, l lane) error {
 		TypeSeqRanges: l.toRequest, MaxEvents: v.Config.Redelivery.MaxEventsPerRequest}
 	body, _ := json.Marshal(req)
 	// One checkpoint round (every type's message of one publication) is one cycle of the cap;
-	// a quiet round repeats its window, so the round is named by when the origin took it.
-	cycle := cp.Origin + "@" + cp.At.Format(time.RFC3339Nano)
+	// a quiet round repeats its window, so the round is named by when the origin took it. Rounds
+	// of one origin arrive in order on its event stream: only the current one is kept.
 	v.mu.Lock()
-	if v.sentInCycle == nil {
-		v.sentInCycle = map[string]int{}
+	if v.sentInRound == nil {
+		v.sentInRound, v.waited = map[string]round{}, map[string]int{}
 	}
-	capped := v.sentInCycle[cycle] >= v.Config.MaxAutoRepairRequestsPerCheckpoint
-	if v.waited == nil {
-		v.waited = map[string]int{}
+	r := v.sentInRound[cp.Origin]
+	if !r.at.Equal(cp.At) {
+		r = round{at: cp.At}
 	}
+	capped := r.sent >= v.Config.MaxAutoRepairRequestsPerCheckpoint
 	if capped {
 		v.waited[laneKey(cp.Origin, l)]++
 	} else {
-		v.sentInCycle[cycle]++
+		r.sent++
 		delete(v.waited, laneKey(cp.Origin, l))
 	}
+	v.sentInRound[cp.Origin] = r
 	v.mu.Unlock()
 	action := "requested"
 	switch {
@@ -296,6 +298,13 @@ func (v *Verifier) CheckLiveness(ctx context.Context) error {
 		}
 	}
 	return rows.Err()
+}
+
+// round is one origin's checkpoint round (named by when the origin took it) and the repair
+// requests sent in it so far.
+type round struct {
+	at   time.Time
+	sent int
 }
 
 func laneKey(origin string, l lane) string { return origin + "\x00" + l.tenant + "\x00" + l.eventType }
