@@ -315,14 +315,26 @@ begin
 
     return query
     with healed as (
+        -- The rows are found by one primary-key probe per bucket and reached by TID (the ctids
+        -- are stable: every writer of this origin's rows holds the lock taken above), so a call
+        -- costs its buckets, not the origin's ledger. As a join, a ledger not analyzed since it
+        -- grew was read whole for every call (see ledger_unrequest).
         delete from streamseal.repair_ledger l
-        using (
-            select distinct b.bucket ->> 'tenant' as tenant, b.bucket ->> 'event_type' as event_type,
-                   b.bucket ->> 'stream_id' as stream_id
-            from pg_catalog.jsonb_array_elements(ledger_heal.buckets) as b(bucket)
-        ) k
-        where l.origin = ledger_heal.origin and l.tenant = k.tenant
-          and l.event_type = k.event_type and l.stream_id = k.stream_id
+        where l.ctid = any (array(
+            select r.row_id
+            from (
+                select distinct b.bucket ->> 'tenant' as tenant, b.bucket ->> 'event_type' as event_type,
+                       b.bucket ->> 'stream_id' as stream_id
+                from pg_catalog.jsonb_array_elements(ledger_heal.buckets) as b(bucket)
+            ) k
+            cross join lateral (
+                select x.ctid as row_id
+                from streamseal.repair_ledger x
+                where x.origin = ledger_heal.origin and x.tenant = k.tenant
+                  and x.event_type = k.event_type and x.stream_id = k.stream_id
+                -- A fence: one index probe per bucket, whatever the statistics say.
+                offset 0
+            ) r))
         returning l.tenant, l.event_type, l.stream_id, ledger_heal.now_at - l.first_seen_at as heal_age
     )
     select h.tenant, h.event_type, h.stream_id, h.heal_age
@@ -377,14 +389,28 @@ begin
     perform streamseal._require_other_origin('ledger_unrequest', ledger_unrequest.origin,
         'the ledger tracks copies of other origins'' lanes');
     perform pg_catalog.pg_advisory_xact_lock(streamseal._ledger_lock_key(ledger_unrequest.origin));
+    -- One primary-key probe per bucket, the rows reached by TID (stable: every writer of this
+    -- origin's rows holds the lock taken above). As a join, on a ledger not analyzed since it
+    -- grew the planner read the origin's rows and rescanned the bucket list for each of them:
+    -- 4.5 s for 500 buckets against 50000 ledgered rows instead of 3 ms.
     update streamseal.repair_ledger l
     set attempts = greatest(l.attempts - 1, 0),
         next_attempt_at = case when l.attempts - 1 > 0 then ledger_unrequest.now_at end,
         last_attempt_at = case when l.attempts - 1 > 0 then l.last_attempt_at end,
         exhausted_at = null
-    from pg_catalog.jsonb_to_recordset(coalesce(ledger_unrequest.buckets, '[]')) as b(tenant text, event_type text, stream_id text)
-    where l.origin = ledger_unrequest.origin and l.reason = 'deficit' and l.attempts > 0
-      and l.tenant = b.tenant and l.event_type = b.event_type and l.stream_id = b.stream_id;
+    where l.ctid = any (array(
+        select r.row_id
+        from pg_catalog.jsonb_to_recordset(coalesce(ledger_unrequest.buckets, '[]')) as b(tenant text, event_type text, stream_id text)
+        cross join lateral (
+            select x.ctid as row_id
+            from streamseal.repair_ledger x
+            where x.origin = ledger_unrequest.origin and x.tenant = b.tenant
+              and x.event_type = b.event_type and x.stream_id = b.stream_id
+            -- A fence: one index probe per bucket, whatever the statistics say.
+            offset 0
+        ) r))
+      -- No other index condition here, so the TID scan is the plan whatever the statistics.
+      and l.reason = 'deficit' and l.attempts > 0;
     get diagnostics changed = row_count;
     return changed;
 end

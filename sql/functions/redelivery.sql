@@ -163,9 +163,8 @@ begin
     into window_size
     from streamseal.stamp_state st;
 
-    -- GUARD: a narrow window (or a named set of streams) is read through the index that bounds it
-    -- and sorted: O(window) a page.
-    if window_size <= 8 * page or select_redelivery.streams is not null then
+    -- GUARD: a narrow window is read through the index that bounds it and sorted: O(window) a page.
+    if window_size <= 8 * page then
         return query
     select e.event_id, e.origin_seq, e.type_seq, e.tenant, e.stream_id, e.stream_version, e.event_type,
            e.flags, e.payload, e.metadata, e.occurred_at
@@ -189,6 +188,41 @@ begin
            or (e.stream_id, e.stream_version) > (select_redelivery.after_stream, select_redelivery.after_version))
     order by e.stream_id, e.stream_version
     limit least(select_redelivery.max_events, select_redelivery.cap);
+        return;
+    end if;
+
+    -- GUARD: a named set of streams (the audit's repairs) over a wide window is read stream by
+    -- stream through the (origin, stream_id, stream_version) index from the cursor, at most a
+    -- page of each, then merged: O(the named streams) a page, whatever the statistics say. (In
+    -- one query with the window, a table not analyzed since a bulk load got a read of the whole
+    -- window through the origin_seq index: 200-270 ms for a 100-event page at 1M events.)
+    if select_redelivery.streams is not null then
+        return query
+        select e.event_id, e.origin_seq, e.type_seq, e.tenant, e.stream_id, e.stream_version, e.event_type,
+               e.flags, e.payload, e.metadata, e.occurred_at
+        -- Streams in order, each walked in version order: an incremental sort merges them and
+        -- the limit stops the walk once a page is full.
+        from (select distinct s.stream_id from pg_catalog.unnest(select_redelivery.streams) as s(stream_id)
+              order by s.stream_id) s
+        cross join lateral (
+            select x.* from streamseal.events x
+            where x.origin = self
+              and x.stream_id = s.stream_id
+              and (select_redelivery.after_stream is null
+                   or (x.stream_id, x.stream_version) > (select_redelivery.after_stream, select_redelivery.after_version))
+              and x.origin_seq is not null
+              and x.flags in (0, 1, 4, 5) -- not an at-most-once occurrence: see above
+              and x.tenant = any (select_redelivery.tenants)
+              and x.event_type = any (select_redelivery.event_types)
+              and (select_redelivery.from_seq is null or x.origin_seq >= select_redelivery.from_seq)
+              and (select_redelivery.to_seq is null or x.origin_seq < select_redelivery.to_seq)
+              and (select_redelivery.type_seq_ranges is null or select_redelivery.type_seq_ranges @> x.type_seq)
+            order by x.stream_version
+            -- Also a fence: the subquery stays a per-stream index walk.
+            limit page
+        ) e
+        order by e.stream_id, e.stream_version
+        limit page;
         return;
     end if;
 
