@@ -47,6 +47,10 @@ type Options struct {
 
 // Run plays the demo on databases of server.
 func Run(ctx context.Context, server *scratchdb.Server, out io.Writer, opts Options) error {
+	host, port, err := metricsPorts(opts.MetricsAddr)
+	if opts.Keep && err != nil { // refused before anything starts
+		return err
+	}
 	start := time.Now()
 	tl := &timeline{out: out, start: start}
 	logger := slog.New(tl)
@@ -140,7 +144,7 @@ func Run(ctx context.Context, server *scratchdb.Server, out io.Writer, opts Opti
 		fmt.Fprintf(out, "VERDICT converged: billing and shipping hold every event they consume from orders, byte for byte; digests and seals agree\n")
 	}
 	if opts.Keep {
-		if err := keep(ctx, tl, opts.MetricsAddr, feed, []*harness.Service{orders, billing, shipping}); err != nil {
+		if err := keep(ctx, tl, host, port, feed, []*harness.Service{orders, billing, shipping}); err != nil {
 			return err
 		}
 	}
@@ -150,15 +154,7 @@ func Run(ctx context.Context, server *scratchdb.Server, out io.Writer, opts Opti
 // keep serves each service's metrics and health on consecutive ports and trickles new orders
 // (30 a second) until ctx ends; the backlog gauges are refreshed every few seconds, as the
 // maintenance cycle would.
-func keep(ctx context.Context, tl *timeline, addr string, feed *orderFeed, services []*harness.Service) error {
-	host, portText, err := net.SplitHostPort(cmp.Or(addr, "127.0.0.1:9464"))
-	if err != nil {
-		return fmt.Errorf("metrics address %q: %w", addr, err)
-	}
-	port, err := strconv.Atoi(portText)
-	if err != nil || port < 0 || port > 65533 {
-		return fmt.Errorf("metrics address %q: the port must be a number up to 65533 (three consecutive ports are used)", addr)
-	}
+func keep(ctx context.Context, tl *timeline, host string, port int, feed *orderFeed, services []*harness.Service) error {
 	for i, s := range services {
 		p := port
 		if port != 0 {
@@ -292,6 +288,21 @@ func fingerprint(ctx context.Context, pool *pgxpool.Pool, types []string) string
 		                      stream_version || ':' || encode(payload, 'hex'), ',' order by origin_seq))
 		from streamseal.events where origin = 'orders' and event_type = any($1)`, types).Scan(&f)
 	return f
+}
+
+// metricsPorts reads the kept demo's metrics address: orders serves on its port, billing and
+// shipping on the next two (port 0: each on a free port).
+func metricsPorts(addr string) (string, int, error) {
+	addr = cmp.Or(addr, "127.0.0.1:9464")
+	host, portText, err := net.SplitHostPort(addr)
+	if err != nil {
+		return "", 0, fmt.Errorf("demo: metrics address %q: %w", addr, err)
+	}
+	port, err := strconv.Atoi(portText)
+	if err != nil || port < 0 || port > 65533 {
+		return "", 0, fmt.Errorf("demo: metrics address %q: the port must be a number from 0 to 65533 (three consecutive ports are used)", addr)
+	}
+	return host, port, nil
 }
 
 // orderFeed appends orders over 30 streams, continuing where its last call stopped.

@@ -94,3 +94,13 @@ func (w *watchedOutput) String() string {
 	defer w.mu.Unlock()
 	return w.buf.String()
 }
+
+// A bad metrics address for --keep is refused before anything starts (no cluster, no services).
+func TestDemo_KeepRefusesABadMetricsAddressUpFront(t *testing.T) {
+	for _, addr := range []string{"nonsense", "127.0.0.1:port", "127.0.0.1:65534"} {
+		err := demo.Run(context.Background(), nil, io.Discard, demo.Options{Keep: true, MetricsAddr: addr})
+		if err == nil || !strings.Contains(err.Error(), "metrics address") {
+			t.Fatalf("--metrics-addr %q: %v; want a refusal naming the metrics address", addr, err)
+		}
+	}
+}
