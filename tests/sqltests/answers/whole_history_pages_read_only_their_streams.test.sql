@@ -63,13 +63,11 @@ select streamseal.append(array(
     from generate_series(0, 3999) i));
 select count(*) from streamseal.stamp();
 create temp table read_before on commit drop as
-select coalesce(seq_tup_read, 0) + coalesce(idx_tup_fetch, 0) as n
-from pg_catalog.pg_stat_xact_user_tables where schemaname = 'streamseal' and relname = 'stream_digests';
+select streamseal_test.rows_read('stream_digests') as n;
 create temp table first_page on commit drop as
 select * from streamseal.stream_digests_page('answer-history-pages', null, 0, 100000, null, 3);
 create temp table read_after on commit drop as
-select coalesce(seq_tup_read, 0) + coalesce(idx_tup_fetch, 0) as n
-from pg_catalog.pg_stat_xact_user_tables where schemaname = 'streamseal' and relname = 'stream_digests';
+select streamseal_test.rows_read('stream_digests') as n;
 select results_eq($$ select stream_id, resume_after from first_page $$, $$ values ('s1'::text, 's1'::text), ('s1', 's1') $$,
     'fixture: the first page of the long lane is s1, resume after it');
 select cmp_ok((select n from read_after) - (select n from read_before), '<=', 50::bigint,

@@ -2,7 +2,7 @@
 -- primary-key probe each, however large the origin's ledger. As joins, on a ledger not analyzed
 -- since it grew the planner read all of the origin's rows (heal) and rescanned the bucket list
 -- for each of them (unrequest: 4.5 s for 500 buckets against 50000 rows instead of 3 ms).
--- Rows read come from pg_stat_xact_user_tables.
+-- Rows read come from streamseal_test.rows_read.
 begin;
 select plan(6);
 select streamseal.set_service_name('ledger-probe');
@@ -15,23 +15,17 @@ select 'ledger-probe-origin', 't1', 'probe.type', 's' || lpad(i::text, 4, '0'), 
        '2030-01-01 00:00:00+00', '2030-01-01 00:00:00+00', 1, '2030-01-01 00:00:00+00', '2030-01-01 00:05:00+00'
 from generate_series(1, 3000) i;
 
-create function pg_temp.ledger_rows_read()
-returns bigint language sql volatile as $$
-    select coalesce(seq_tup_read, 0) + coalesce(idx_tup_fetch, 0)
-    from pg_catalog.pg_stat_xact_user_tables where schemaname = 'streamseal' and relname = 'repair_ledger'
-$$;
-
-create temp table read_before on commit drop as select pg_temp.ledger_rows_read() as n;
+create temp table read_before on commit drop as select streamseal_test.rows_read('repair_ledger') as n;
 select is(
     streamseal.ledger_unrequest('ledger-probe-origin',
         '[{"tenant":"t1","event_type":"probe.type","stream_id":"s0007"},
           {"tenant":"t1","event_type":"probe.type","stream_id":"s2999"},
           {"tenant":"t1","event_type":"probe.type","stream_id":"nowhere"}]', '2030-01-01 00:01:00+00'),
     2, 'fixture: two ledgered buckets give their attempt back');
-select cmp_ok((pg_temp.ledger_rows_read() - (select n from read_before))::int, '<=', 4,
+select cmp_ok((streamseal_test.rows_read('repair_ledger') - (select n from read_before))::int, '<=', 4,
     'ledger_unrequest read the buckets it was given, not the origin''s ledger');
 
-update read_before set n = pg_temp.ledger_rows_read();
+update read_before set n = streamseal_test.rows_read('repair_ledger');
 select results_eq(
     $$ select stream_id from streamseal.ledger_heal('ledger-probe-origin',
            '[{"tenant":"t1","event_type":"probe.type","stream_id":"s0008"},
@@ -39,7 +33,7 @@ select results_eq(
              {"tenant":"t1","event_type":"probe.type","stream_id":"nowhere"}]', '2030-01-01 00:02:00+00') $$,
     $$ values ('s0008') $$,
     'fixture: the ledgered bucket heals once, the unknown one returns nothing');
-select cmp_ok((pg_temp.ledger_rows_read() - (select n from read_before))::int, '<=', 4,
+select cmp_ok((streamseal_test.rows_read('repair_ledger') - (select n from read_before))::int, '<=', 4,
     'ledger_heal read the buckets it was given, not the origin''s ledger');
 
 select is((select count(*)::int from streamseal.repair_ledger where origin = 'ledger-probe-origin'), 2999,

@@ -2,7 +2,7 @@
 -- repair names type_seq ranges of one (tenant, type) lane and no window; its page reads the
 -- requested type_seqs through the type_seq index, not the whole lane in stream order (measured
 -- before: ~450 ms a page, ~900 ms a 1000-range request, at 1M events). Rows read come from
--- pg_stat_xact_user_tables.
+-- streamseal_test.rows_read.
 begin;
 select plan(4);
 select streamseal.set_service_name('redeliver-seqs');
@@ -14,16 +14,14 @@ select streamseal.append(array(
 select count(*) from streamseal.stamp();
 
 create temp table read_before on commit drop as
-select coalesce(seq_tup_read, 0) + coalesce(idx_tup_fetch, 0) as n
-from pg_catalog.pg_stat_xact_user_tables where schemaname = 'streamseal' and relname = 'events';
+select streamseal_test.rows_read('events') as n;
 -- Ten scattered holes and one run of five: 15 type_seqs of a 4000-event lane.
 create temp table page on commit drop as
 select * from streamseal.select_redelivery(array['t1'], array['a'],
     type_seq_ranges => '{[7,8),[400,401),[999,1000),[1500,1501),[2000,2001),[2500,2501),[3000,3001),[3333,3334),[3700,3701),[3999,4000),[100,105)}'::int8multirange,
     max_events => 500);
 create temp table read_after on commit drop as
-select coalesce(seq_tup_read, 0) + coalesce(idx_tup_fetch, 0) as n
-from pg_catalog.pg_stat_xact_user_tables where schemaname = 'streamseal' and relname = 'events';
+select streamseal_test.rows_read('events') as n;
 
 select results_eq(
     $$ select type_seq from page order by type_seq $$,
