@@ -50,4 +50,16 @@ func TestStatus_ShowsTheFloorAndTheConfirmedHole(t *testing.T) {
 	if !strings.Contains(table.String(), "[5,6)") || !strings.Contains(js.String(), `"floor": 4`) {
 		t.Fatalf("table:\n%s\njson:\n%s", table.String(), js.String())
 	}
+
+	// The origin answers that 5 is gone (what the repair receiver records): the floor passes it
+	// and status keeps it on record as an accepted loss.
+	if _, err := billing.Pool.Exec(context.Background(), "select streamseal.accept_loss('orders', 'acme', $1, '{[5,6)}', 'absent')", eventTypes[0]); err != nil {
+		t.Fatal(err)
+	}
+	if origins, err = status.Read(context.Background(), billing.Pool); err != nil {
+		t.Fatal(err)
+	}
+	if l := origins[0].Lanes[0]; l.Floor != 9 || l.Confirmed != "{}" || l.AcceptedLosses != "{[5,6)}" {
+		t.Fatalf("after the accepted loss the lane is %+v; want floor 9, nothing confirmed, loss {[5,6)} on record", l)
+	}
 }

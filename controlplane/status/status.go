@@ -25,6 +25,8 @@ type Lane struct {
 	Suspected string `json:"suspected"`
 	Confirmed string `json:"confirmed"`
 	Requested string `json:"requested"`
+	// AcceptedLosses are type_seqs the origin answered it cannot serve: gone for good, on record.
+	AcceptedLosses string `json:"accepted_losses"`
 }
 
 // Origin is everything this service knows about one origin.
@@ -62,7 +64,7 @@ func Read(ctx context.Context, pool *pgxpool.Pool) ([]Origin, error) {
 	for i := range origins {
 		o := &origins[i]
 		lanes, err := pool.Query(ctx, `
-			select tenant, event_type, floor, suspected::text, confirmed::text, requested::text
+			select tenant, event_type, floor, suspected::text, confirmed::text, requested::text, accepted_losses::text
 			from streamseal.lanes where origin = $1 order by tenant, event_type`, o.Origin)
 		if err != nil {
 			return nil, err
@@ -119,11 +121,12 @@ func Print(out io.Writer, origins []Origin, asJSON bool) error {
 			o.Exhausted, o.ConfirmedGaps)
 	}
 	fmt.Fprintln(w)
-	fmt.Fprintln(w, "ORIGIN\tTENANT\tTYPE\tFLOOR\tSUSPECTED\tCONFIRMED\tREQUESTED")
+	fmt.Fprintln(w, "ORIGIN\tTENANT\tTYPE\tFLOOR\tSUSPECTED\tCONFIRMED\tREQUESTED\tACCEPTED LOSSES")
 	for _, o := range origins {
 		for _, l := range o.Lanes {
-			fmt.Fprintf(w, "%s\t%s\t%s\t%d\t%s\t%s\t%s\n", o.Origin, orDash(l.Tenant), l.EventType, l.Floor,
-				orDash(strings.Trim(l.Suspected, "{}")), orDash(strings.Trim(l.Confirmed, "{}")), orDash(strings.Trim(l.Requested, "{}")))
+			fmt.Fprintf(w, "%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\n", o.Origin, orDash(l.Tenant), l.EventType, l.Floor,
+				orDash(strings.Trim(l.Suspected, "{}")), orDash(strings.Trim(l.Confirmed, "{}")), orDash(strings.Trim(l.Requested, "{}")),
+				orDash(strings.Trim(l.AcceptedLosses, "{}")))
 		}
 	}
 	return w.Flush()

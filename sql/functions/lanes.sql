@@ -345,18 +345,20 @@ begin
         -- Two-cycle confirmation: a hole must survive the next checkpoint to be confirmed.
         select g.*,
                g.missing * g.suspected as newly_confirmed,
-               (g.confirmed * g.missing) + (g.missing * g.suspected) as confirmed_now
+               (g.confirmed * g.missing) + (g.missing * g.suspected) as confirmed_now,
+               -- THE FLOOR NEVER PASSES A HOLE, and never moves down.
+               greatest(g.floor, case when pg_catalog.isempty(g.missing) then g.announced
+                                      else pg_catalog.lower(g.missing) - 1 end) as floor_now
         from gaps g
     ), updated as (
         update streamseal.lanes l
-        set accepted = j.accepted,
+        -- Below the floor nothing is checked again: the working set keeps only what lies above.
+        set accepted = j.accepted - pg_catalog.int8multirange(pg_catalog.int8range(null, j.floor_now + 1)),
             last_type_seq = j.announced,
             confirmed = j.confirmed_now,
             suspected = j.missing - j.confirmed_now,
             requested = j.requested * j.missing,
-            -- THE FLOOR NEVER PASSES A HOLE, and never moves down.
-            floor = greatest(j.floor, case when pg_catalog.isempty(j.missing) then j.announced
-                                           else pg_catalog.lower(j.missing) - 1 end),
+            floor = j.floor_now,
             checked_at = pg_catalog.now()
         from judged j
         where l.origin = j.origin and l.tenant = j.tenant and l.event_type = j.event_type
@@ -453,7 +455,9 @@ set plan_cache_mode = force_custom_plan
 as $$
 declare
     lane streamseal.lanes;
+    newly pg_catalog.int8multirange;
     missing pg_catalog.int8multirange;
+    floor_now bigint;
 begin
     perform streamseal._require_lane_key('accept_loss', accept_loss.origin, accept_loss.tenant, accept_loss.event_type);
     perform streamseal._require_type_seqs('accept_loss', accept_loss.type_seqs);
@@ -471,19 +475,22 @@ begin
         return;
     end if;
 
-    lane.accepted := lane.accepted
-        + accept_loss.type_seqs * pg_catalog.int8multirange(pg_catalog.int8range(1, lane.last_type_seq + 1));
+    newly := accept_loss.type_seqs * pg_catalog.int8multirange(pg_catalog.int8range(1, lane.last_type_seq + 1));
+    lane.accepted := lane.accepted + newly;
     missing := streamseal._lane_missing(lane.origin, lane.tenant, lane.event_type, lane.suspected + lane.confirmed,
                                         lane.last_type_seq, lane.last_type_seq, lane.accepted);
+    floor_now := greatest(lane.floor, case when pg_catalog.isempty(missing) then lane.last_type_seq
+                                           else pg_catalog.lower(missing) - 1 end);
     update streamseal.lanes l
-    set accepted = lane.accepted,
+    -- The working set keeps only what lies above the floor; the loss stays on record.
+    set accepted = lane.accepted - pg_catalog.int8multirange(pg_catalog.int8range(null, floor_now + 1)),
+        accepted_losses = l.accepted_losses + newly,
         -- What is no longer missing (accepted now, or arrived since the last checkpoint) is no
         -- longer a hole.
         suspected = l.suspected * missing,
         confirmed = l.confirmed * missing,
         requested = l.requested * missing,
-        floor = greatest(l.floor, case when pg_catalog.isempty(missing) then l.last_type_seq
-                                       else pg_catalog.lower(missing) - 1 end)
+        floor = floor_now
     where l.origin = lane.origin and l.tenant = lane.tenant and l.event_type = lane.event_type;
 end
 $$;

@@ -25,7 +25,7 @@ select streamseal.mark_requested('accept-origin', 't1', 'loss.type', '{[4,5),[7,
 -- The origin answers that 4 was a reaped ephemeral event.
 select streamseal.accept_loss('accept-origin', 't1', 'loss.type', '{[4,5)}', 'reaped_ephemeral');
 select results_eq(
-    $$ select floor, accepted, suspected, confirmed, requested from streamseal.lanes
+    $$ select floor, accepted_losses, suspected, confirmed, requested from streamseal.lanes
        where origin = 'accept-origin' and tenant = 't1' and event_type = 'loss.type' $$,
     $$ values (6::bigint, '{[4,5)}'::int8multirange, '{}'::int8multirange, '{[7,8)}'::int8multirange, '{[7,8)}'::int8multirange) $$,
     'accepting 4 clears it everywhere and moves the floor to 6, stopping below the hole at 7');
@@ -33,7 +33,7 @@ select results_eq(
 -- 7 is absent at the origin too (closed).
 select streamseal.accept_loss('accept-origin', 't1', 'loss.type', '{[7,8)}', 'absent');
 select results_eq(
-    $$ select floor, accepted, suspected, confirmed, requested from streamseal.lanes
+    $$ select floor, accepted_losses, suspected, confirmed, requested from streamseal.lanes
        where origin = 'accept-origin' and tenant = 't1' and event_type = 'loss.type' $$,
     $$ values (10::bigint, '{[4,5),[7,8)}'::int8multirange, '{}'::int8multirange, '{}'::int8multirange, '{}'::int8multirange) $$,
     'accepting the last hole moves the floor to everything announced: 10');
@@ -71,7 +71,7 @@ select results_eq(
 -- later. Accepting them now would hide their loss for good: they are not accepted.
 select streamseal.accept_loss('accept-origin', 't1', 'loss.type', '{[12,13),[16,20)}', 'never_existed');
 select results_eq(
-    $$ select accepted from streamseal.lanes where origin = 'accept-origin' and tenant = 't1' $$,
+    $$ select accepted_losses from streamseal.lanes where origin = 'accept-origin' and tenant = 't1' $$,
     $$ values ('{[4,5),[7,8),[12,13)}'::int8multirange) $$,
     'type_seqs beyond what checkpoints announced are not accepted');
 select results_eq(
