@@ -60,8 +60,9 @@ end
 $$;
 
 -- unsubscribe removes the subscriptions of event_types under exactly that origin key (null: the
--- any-origin rows only; a subscription to a named origin stays until unsubscribed by name) and
--- returns how many it removed.
+-- any-origin rows only; a subscription to a named origin stays until unsubscribed by name),
+-- forgets the lanes no subscription covers any more, and returns how many subscriptions it
+-- removed.
 create function streamseal.unsubscribe(event_types text[], origin text default null)
 returns integer
 language plpgsql
@@ -81,6 +82,12 @@ begin
     where s.origin = stored_origin
       and s.event_type = any (unsubscribe.event_types);
     get diagnostics removed = row_count;
+    -- Lanes no subscription covers any more are forgotten: what the origin emits while this
+    -- service does not consume is history, so subscribing again starts a new lane at the first
+    -- window it sees (birth) instead of naming that history as holes.
+    delete from streamseal.lanes l
+    where l.event_type = any (unsubscribe.event_types)
+      and not streamseal.subscribed(l.origin, l.event_type);
     return removed;
 end
 $$;
