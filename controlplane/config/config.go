@@ -42,6 +42,9 @@ type Config struct {
 	MaxRepairAttemptsPerBucket         int
 	FullSweepCron                      string
 	FullSweepEveryNthAudit             int
+	// EventRetention is how long JetStream keeps events (0: forever). Repairs come from the
+	// origin's store, so the broker holds only what deliveries in flight and restarts need.
+	EventRetention time.Duration
 }
 
 // Defaults are the proposal's production defaults.
@@ -66,6 +69,7 @@ func Defaults() Config {
 		MaxRepairAttemptsPerBucket:         8,
 		FullSweepCron:                      "0 3 * * *",
 		FullSweepEveryNthAudit:             7,
+		EventRetention:                     7 * 24 * time.Hour,
 	}
 }
 
@@ -143,6 +147,7 @@ func (c *Config) options() []option {
 	add("full-sweep-cron", "daily sweep schedule \"M H * * *\" (UTC); the default's minute is the service's splay; anything else falls back to every nth audit", func() (func(string) error, func() string) { return text(&c.FullSweepCron) })
 	add("full-sweep-every-nth-audit", "without a registrable cron, every nth audit is a sweep (1..1000)", func() (func(string) error, func() string) { return integer(&c.FullSweepEveryNthAudit) })
 	add("max-events-per-request", "the most events one redelivery request is served (1..1000000)", func() (func(string) error, func() string) { return integer(&c.Redelivery.MaxEventsPerRequest) })
+	add("event-retention", "how long JetStream keeps events, 0 for forever; set the same on every service (0 or 1h..365d)", func() (func(string) error, func() string) { return duration(&c.EventRetention) })
 	return out
 }
 
@@ -194,5 +199,10 @@ func (c Config) Validate() error {
 	durationIn("divergence-report-cooldown", c.DivergenceReportCooldown, 10*time.Millisecond, 7*24*time.Hour)
 	intIn("max-repair-attempts-per-bucket", int64(c.MaxRepairAttemptsPerBucket), 1, 100)
 	intIn("full-sweep-every-nth-audit", int64(c.FullSweepEveryNthAudit), 1, 1000)
+	// JetStream needs a retention of at least its two-minute deduplication window; an hour
+	// keeps a broker restart or a slow consumer well inside it.
+	if r := c.EventRetention; r != 0 && (r < time.Hour || r > 365*24*time.Hour) {
+		errs = append(errs, fmt.Errorf("--event-retention %s is out of range: expected 0 (forever) or %s..%s", r, time.Hour, 365*24*time.Hour))
+	}
 	return errors.Join(errs...)
 }

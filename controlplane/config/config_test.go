@@ -44,6 +44,23 @@ func TestConfig(t *testing.T) {
 		}
 	})
 
+	t.Run("EventRetentionIsForeverOrAtLeastAnHour", func(t *testing.T) {
+		for _, ok := range []time.Duration{0, time.Hour, 7 * 24 * time.Hour, 365 * 24 * time.Hour} {
+			c := Defaults()
+			c.EventRetention = ok
+			if err := c.Validate(); err != nil {
+				t.Fatalf("--event-retention %s refused: %v", ok, err)
+			}
+		}
+		for _, bad := range []time.Duration{time.Minute, -time.Hour, 366 * 24 * time.Hour} {
+			c := Defaults()
+			c.EventRetention = bad
+			if err := c.Validate(); err == nil || !strings.Contains(err.Error(), "--event-retention") || !strings.Contains(err.Error(), "0 (forever) or 1h0m0s..8760h0m0s") {
+				t.Fatalf("--event-retention %s: %v; want a refusal naming the option and its range", bad, err)
+			}
+		}
+	})
+
 	t.Run("UnparsableEnvironmentIsRefusedByName", func(t *testing.T) {
 		t.Setenv("STREAMSEAL_LIVENESS_INTERVALS", "three")
 		c := Defaults()

@@ -62,7 +62,7 @@ func New(ctx context.Context, newDB NewDatabase, logger *slog.Logger) (*Harness,
 		h.Close()
 		return nil, err
 	}
-	if err := wire.EnsureStreams(ctx, js); err != nil {
+	if err := wire.EnsureStreams(ctx, js, config.Defaults().EventRetention); err != nil {
 		h.Close()
 		return nil, err
 	}

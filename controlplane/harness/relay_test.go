@@ -7,8 +7,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/streamseal/streamseal/controlplane/config"
 	"github.com/streamseal/streamseal/controlplane/harness"
 	"github.com/streamseal/streamseal/controlplane/relay"
+	"github.com/streamseal/streamseal/controlplane/wire"
 )
 
 // Invariant 1 (no silent loss) across a relay crash: a relay killed mid-stream, whose last
@@ -70,5 +72,26 @@ func TestRelay_KilledMidStreamResumesWithoutLossOrDuplicates(t *testing.T) {
 	requireSameRows(t, rowsOf(t, orders.Pool, "orders"), rowsOf(t, billing.Pool, "orders"))
 	if a, b := digestsOf(t, orders.Pool, "orders"), digestsOf(t, billing.Pool, "orders"); fmt.Sprint(a) != fmt.Sprint(b) {
 		t.Fatal("billing's digests of orders differ from the origin's")
+	}
+}
+
+// Operations: JetStream keeps events for --event-retention (default 7 days; repairs come from the
+// origin's store, so the broker need not hold history forever), applied when a node starts.
+func TestEventRetention_IsAppliedToTheEventsStream(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	settings := fast(config.AutoRepairCapped, 10)
+	settings.EventRetention = 3 * time.Hour
+	orders := start(t, h, "orders", harness.Options{Settings: settings}, nil)
+	stream, err := orders.JS.Stream(context.Background(), wire.EventsStream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := stream.Info(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.Config.MaxAge != 3*time.Hour {
+		t.Fatalf("events stream MaxAge = %s, want the configured 3h", info.Config.MaxAge)
 	}
 }

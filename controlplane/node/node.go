@@ -131,7 +131,7 @@ func New(cfg Config) (*Node, error) {
 
 // Start runs the node's loops until Stop (or ctx's end). It ensures the JetStream streams first.
 func (n *Node) Start(ctx context.Context) error {
-	if err := wire.EnsureStreams(ctx, n.JS); err != nil {
+	if err := wire.EnsureStreams(ctx, n.JS, n.settings.EventRetention); err != nil {
 		return err
 	}
 	n.Redelivery.Register(n.Control)

@@ -83,15 +83,16 @@ func Connect(url, service string, logger *slog.Logger) (*nats.Conn, error) {
 	return nc, nil
 }
 
-// EnsureStreams creates (or updates) the two JetStream streams streamseal uses: events, kept as
-// history, deduplicating re-publishes by message id within two minutes; and control messages,
-// kept for a day so a restarted service still finds what was sent to it.
-func EnsureStreams(ctx context.Context, js jetstream.JetStream) error {
+// EnsureStreams creates (or updates) the two JetStream streams streamseal uses: events, kept for
+// eventRetention (0: forever), deduplicating re-publishes by message id within two minutes; and
+// control messages, kept for a day so a restarted service still finds what was sent to it.
+func EnsureStreams(ctx context.Context, js jetstream.JetStream, eventRetention time.Duration) error {
 	streams := []jetstream.StreamConfig{{
 		Name:       EventsStream,
 		Subjects:   []string{eventsPrefix + ">"},
 		Storage:    jetstream.FileStorage,
 		Retention:  jetstream.LimitsPolicy,
+		MaxAge:     eventRetention,
 		Duplicates: 2 * time.Minute,
 	}, {
 		Name:       ControlStream,
