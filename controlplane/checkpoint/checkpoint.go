@@ -43,7 +43,9 @@ type Publisher struct {
 // Published counts checkpoint messages published.
 func (p *Publisher) Published() int64 { return p.published.Load() }
 
-// Publish takes the next window and publishes one checkpoint per event type (quiet types too).
+// Publish takes the next window and publishes one checkpoint per event type (quiet types too;
+// a type active for very many tenants as several messages of whole tenants) and returns how
+// many messages it published.
 // The window advances only when every message was acknowledged; a replica that lost the window
 // to another gets nothing and publishes nothing.
 func (p *Publisher) Publish(ctx context.Context) (int, error) {
@@ -102,20 +104,52 @@ func (p *Publisher) Publish(ctx context.Context) (int, error) {
 		k := int(p.rounds.Add(1) % int64(len(order)))
 		order = append(order[k:], order[:k]...)
 	}
+	messages := 0
 	for _, eventType := range order {
-		msg, err := wire.CheckpointMessage(*byType[eventType])
-		if err != nil {
-			return 0, err
-		}
-		if _, err := p.JS.PublishMsg(ctx, msg); err != nil {
-			return 0, fmt.Errorf("publish checkpoint for %s: %w", eventType, err)
+		for _, part := range splitByTenants(*byType[eventType], maxCheckpointBytes) {
+			msg, err := wire.CheckpointMessage(part)
+			if err != nil {
+				return 0, err
+			}
+			if _, err := p.JS.PublishMsg(ctx, msg); err != nil {
+				return 0, fmt.Errorf("publish checkpoint for %s: %w", eventType, err)
+			}
+			messages++
 		}
 	}
 	if err := tx.Commit(ctx); err != nil {
 		return 0, err
 	}
-	p.published.Add(int64(len(order)))
-	return len(order), nil
+	p.published.Add(int64(messages))
+	return messages, nil
+}
+
+// maxCheckpointBytes bounds the tenants of one checkpoint message, well below NATS's default
+// 1 MiB payload limit.
+const maxCheckpointBytes = 256 << 10
+
+// splitByTenants splits a type's checkpoint into messages of whole tenants, each a checkpoint of
+// the same window and round: a consumer verifies a tenant's lane from the one message naming it,
+// so a type active for tens of thousands of tenants still fits the wire. A quiet type stays one
+// message with no tenants.
+func splitByTenants(cp wire.Checkpoint, budget int) []wire.Checkpoint {
+	if len(cp.Tenants) == 0 {
+		return []wire.Checkpoint{cp}
+	}
+	var parts []wire.Checkpoint
+	part, size := cp, 0
+	part.Tenants = nil
+	for _, t := range cp.Tenants {
+		encoded, _ := json.Marshal(t)
+		if len(part.Tenants) > 0 && size+len(encoded)+1 > budget {
+			parts = append(parts, part)
+			part, size = cp, 0
+			part.Tenants = nil
+		}
+		part.Tenants = append(part.Tenants, t)
+		size += len(encoded) + 1
+	}
+	return append(parts, part)
 }
 
 // Verifier checks this service's store against other origins' checkpoints (consumer side).

@@ -197,3 +197,52 @@ func TestCheckpoint_CappedRepairsServeEveryLaneInTurn(t *testing.T) {
 		}
 	}
 }
+
+// Invariant 1 at many tenants: a round's checkpoint for one type names every tenant active in
+// the window; with 20 000 tenants that is more than a NATS message may carry (1 MiB), so the
+// origin splits it into messages of whole tenants, each a checkpoint of the same window and
+// round. The consumer verifies every tenant's lane. (Before: the publish failed with a payload
+// error, every round, and no consumer heard from the origin again.)
+func TestCheckpoint_ManyTenantsSplitIntoMessagesThatEachFit(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	settings := fast(config.AutoRepairCapped, 10)
+	settings.CheckpointInterval = time.Hour // the round is published by the test
+	orders := start(t, h, "orders", harness.Options{Settings: settings}, nil)
+	billing := start(t, h, "billing", harness.Options{Settings: settings, Consumes: eventTypes[:1]}, nil)
+	services := []*harness.Service{orders, billing}
+	ctx := context.Background()
+	waitFor(t, "orders' start-up checkpoint job done", services, func() bool {
+		var done int
+		_ = orders.Pool.QueryRow(ctx, "select count(*) from streamseal_river.river_job where kind = 'streamseal_checkpoint' and state = 'completed'").Scan(&done)
+		return done == 1
+	})
+	const tenants = 20000
+	for b := 0; b < tenants; b += 2000 {
+		var events []store.NewEvent
+		for i := b; i < b+2000; i++ {
+			events = append(events, store.NewEvent{EventID: uuid.New(), Tenant: fmt.Sprintf("tenant-with-a-long-name-%05d", i),
+				StreamID: fmt.Sprintf("s%05d", i), StreamVersion: 1, EventType: eventTypes[0], Payload: []byte("{}")})
+		}
+		if _, err := store.Append(ctx, orders.Pool, events); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitFor(t, "relayed and stored", services, func() bool {
+		var relayed int64
+		_ = orders.Pool.QueryRow(ctx, "select published_through from streamseal.relay_state").Scan(&relayed)
+		return relayed == tenants && countFrom(t, billing.Pool, "orders") == tenants
+	})
+	n, err := orders.Publisher.Publish(ctx)
+	if err != nil {
+		t.Fatalf("publishing a round over %d tenants: %v", tenants, err)
+	}
+	if n < 2 {
+		t.Fatalf("the round went out as %d message(s); %d tenants do not fit one", n, tenants)
+	}
+	waitFor(t, "billing verified every tenant's lane", services, func() bool {
+		var lanes, atFloor int
+		_ = billing.Pool.QueryRow(ctx, "select count(*), count(*) filter (where floor = 1 and suspected = '{}') from streamseal.lanes where origin = 'orders'").Scan(&lanes, &atFloor)
+		return lanes == tenants && atFloor == tenants
+	})
+}
