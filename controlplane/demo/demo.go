@@ -2,10 +2,11 @@
 // services in one process over the real wire (embedded NATS with JetStream, one PostgreSQL
 // database each): "orders" emits, "billing" and "shipping" consume. A receive-side defect at
 // billing silently drops some deliveries. The demo prints the timeline as it happens (checkpoint
-// -> gap named -> repair requested -> events re-delivered -> converged), then audits each
-// consumer against the origin with windowed type digests answered from sealed epochs, advances
-// the consumer's seal when the window matches, and ends with a VERDICT line. Every claim it
-// prints is checked against the databases; it exits non-zero unless every consumer converged.
+// -> gap named -> repair requested -> events re-delivered -> converged), then runs the deep audit
+// of each consumer over the wire (a type-level manifest the origin answers from sealed epochs; the
+// consumer's seal advances when the window matches whole), checks the rows byte for byte, and
+// ends with a VERDICT line. Every claim it prints is checked against the databases; it exits
+// non-zero unless every consumer converged.
 package demo
 
 import (
@@ -23,8 +24,10 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	auditpkg "github.com/streamseal/streamseal/controlplane/audit"
 	"github.com/streamseal/streamseal/controlplane/config"
 	"github.com/streamseal/streamseal/controlplane/harness"
 	"github.com/streamseal/streamseal/controlplane/scratchdb"
@@ -64,6 +67,8 @@ func Run(ctx context.Context, server *scratchdb.Server, out io.Writer, opts Opti
 	settings := config.Defaults()
 	settings.CheckpointInterval = 500 * time.Millisecond
 	settings.MaintenanceInterval = time.Hour
+	// The demo audits seconds after the last repair: nothing may count as in flight by then.
+	settings.SettleWindow = time.Millisecond
 
 	tl.say("starting orders (origin), billing and shipping (consumers): one PostgreSQL database each, embedded NATS JetStream")
 	orders, err := h.Start(ctx, "orders", harness.Options{Settings: settings,
@@ -203,79 +208,50 @@ func audit(ctx context.Context, tl *timeline, origin, consumer *harness.Service)
 		tl.say("audit %s: FAIL %s", consumer.Name, msg)
 		failures = append(failures, consumer.Name+": "+msg)
 	}
+	// What the maintenance cycle does (hourly in the demo): close the settled epochs, so the
+	// origin answers from sealed epochs.
 	for _, s := range []*harness.Service{origin, consumer} {
 		if _, err := store.CloseEpochs(ctx, s.Pool, store.EpochOptions{MaxEpochs: 1000, Width: 100, Settle: time.Nanosecond}); err != nil {
 			fail("close epochs at %s: %v", s.Name, err)
 			return failures
 		}
 	}
-	var generation int64
-	if err := origin.Pool.QueryRow(ctx, "select streamseal.origin_generation()").Scan(&generation); err != nil {
-		fail("%v", err)
+	// The deep audit, as the River job runs it: a type-level manifest over the wire, compared,
+	// drilled into only if something differs, and the seal advanced when the window matched whole.
+	findings, err := consumer.Auditor.Run(ctx, auditpkg.Scope{Origin: origin.Name})
+	if err != nil || len(findings) != 1 {
+		fail("deep audit: %d findings, %v", len(findings), err)
 		return failures
 	}
-	var guard string
-	if err := consumer.Pool.QueryRow(ctx, "select streamseal.seal_generation_guard($1, $2)", origin.Name, generation).Scan(&guard); err != nil || guard != "proceed" {
-		fail("seal generation guard: %q, %v", guard, err)
-		return failures
-	}
-	answer, err := store.TypeDigests(ctx, origin.Pool, origin.Name, 0, 1<<62, 0)
-	if err != nil {
-		fail("origin answer: %v", err)
-		return failures
-	}
-	local, err := store.TypeDigests(ctx, consumer.Pool, origin.Name, 0, answer.Watermark, 0)
-	if err != nil {
-		fail("local fold: %v", err)
-		return failures
-	}
-	consumed := map[string]bool{}
-	rows, err := consumer.Pool.Query(ctx, "select event_type from streamseal.subscriptions")
-	if err == nil {
-		for rows.Next() {
-			var t string
-			_ = rows.Scan(&t)
-			consumed[t] = true
+	f := findings[0]
+	switch {
+	case f.Skipped != "":
+		fail("the audit round was skipped: %s", f.Skipped)
+	case len(f.Divergent) > 0:
+		for _, b := range f.Divergent {
+			fail("%s %s/%s stream %s: local n=%d, origin n=%d", b.Reason, b.Tenant, b.Type, b.Stream, b.LocalN, b.OriginN)
 		}
-		rows.Close()
-	}
-	want := map[string]store.TypeDigest{}
-	for _, d := range answer.Digests {
-		if consumed[d.EventType] {
-			want[d.Tenant+"/"+d.EventType] = d
-		}
-	}
-	matched := 0
-	for _, d := range local.Digests {
-		w, ok := want[d.Tenant+"/"+d.EventType]
-		if !ok || w != d {
-			fail("%s/%s: local n=%d, origin n=%d", d.Tenant, d.EventType, d.N, w.N)
-			continue
-		}
-		matched++
-		delete(want, d.Tenant+"/"+d.EventType)
-	}
-	for k, w := range want {
-		fail("%s: origin has n=%d, consumer has nothing", k, w.N)
+	case !f.Sealed:
+		fail("the window [%d, %d) matched but was not certified", f.From, f.To)
 	}
 	if len(failures) > 0 {
 		return failures
 	}
-	var sealed int64
-	if err := consumer.Pool.QueryRow(ctx, "select streamseal.advance_seal($1, $2)", origin.Name, answer.Watermark).Scan(&sealed); err != nil {
-		fail("advance seal: %v", err)
-		return failures
+	var types []string
+	rows, err := consumer.Pool.Query(ctx, "select event_type from streamseal.subscriptions")
+	if err == nil {
+		types, err = pgx.CollectRows(rows, pgx.RowTo[string])
 	}
-	types := make([]string, 0, len(consumed))
-	for t := range consumed {
-		types = append(types, t)
+	if err != nil {
+		fail("subscriptions: %v", err)
+		return failures
 	}
 	if a, b := fingerprint(ctx, origin.Pool, types), fingerprint(ctx, consumer.Pool, types); a == "" || a != b {
 		fail("stored rows differ from the origin's (ids, sequences, payload bytes): %s vs %s", a, b)
 		return failures
 	}
-	tl.say("audit %s: rows byte-equal; %d (tenant, type) digests over [0, %d) match the origin's answer from sealed epochs; seal of orders advanced to %d (generation %d)",
-		consumer.Name, matched, answer.Watermark, sealed, generation)
+	tl.say("audit %s: rows byte-equal; the deep audit's type-level manifest over [%d, %d) from sealed epochs matches; seal of %s advanced to %d",
+		consumer.Name, f.From, f.To, origin.Name, f.SealedThrough)
 	return failures
 }
 
