@@ -3,6 +3,7 @@ package config
 import (
 	"flag"
 	"io"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -72,6 +73,27 @@ func TestConfig(t *testing.T) {
 		}
 		if fs.Parse([]string{"--epoch-width", "ten"}) == nil {
 			t.Fatal("an unparsable flag was accepted")
+		}
+	})
+}
+
+// The README's configuration table is the operator's reference: every option the binary takes
+// from config appears there with its flag and its environment variable.
+func TestReadmeConfigurationTableListsEveryOption(t *testing.T) {
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := Defaults()
+	fs := flag.NewFlagSet("t", flag.ContinueOnError)
+	if err := c.RegisterFlags(fs); err != nil {
+		t.Fatal(err)
+	}
+	fs.VisitAll(func(f *flag.Flag) {
+		env := "STREAMSEAL_" + strings.ToUpper(strings.ReplaceAll(f.Name, "-", "_"))
+		row := "| `--" + f.Name + "` | `" + env + "` |"
+		if !strings.Contains(string(readme), row) {
+			t.Errorf("README's configuration table has no row starting %q", row)
 		}
 	})
 }
