@@ -68,11 +68,50 @@ func get(t *testing.T, url string) (int, string) {
 // whose labelled instruments each recorded once. A renamed metric turns this red before a user's
 // panel goes blank.
 func TestDashboard_QueriesOnlyRegisteredMetrics(t *testing.T) {
+	registered := everyRegisteredMetric(t)
+	dashboard, err := os.ReadFile("../../docker/grafana-dashboard.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	used := regexp.MustCompile(`streamseal_[a-z_]+`).FindAllString(string(dashboard), -1)
+	if len(used) < 20 {
+		t.Fatalf("the dashboard names only %d metrics", len(used))
+	}
+	for _, name := range used {
+		base := strings.TrimSuffix(strings.TrimSuffix(strings.TrimSuffix(name, "_bucket"), "_count"), "_sum")
+		if !registered[base] {
+			t.Errorf("the dashboard queries %s, which the exporter does not register", name)
+		}
+	}
+	for name := range registered {
+		if !strings.Contains(string(dashboard), name) {
+			t.Errorf("metric %s is registered but no dashboard panel shows it", name)
+		}
+	}
+}
+
+// The README's metrics reference names every registered metric (without the namespace).
+func TestReadme_MetricsReferenceNamesEveryMetric(t *testing.T) {
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name := range everyRegisteredMetric(t) {
+		if !strings.Contains(string(readme), "`"+strings.TrimPrefix(name, "streamseal_")+"`") {
+			t.Errorf("README's metrics reference does not name %s", name)
+		}
+	}
+}
+
+// everyRegisteredMetric returns the family names of a fresh exporter after every labelled
+// instrument recorded once (an unlabelled-by-use vector is not gathered).
+func everyRegisteredMetric(t *testing.T) map[string]bool {
+	t.Helper()
 	pool, err := pgxpool.New(context.Background(), "postgres://nobody@127.0.0.1:1/nothing")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer pool.Close()
+	t.Cleanup(pool.Close)
 	one := func() int64 { return 1 }
 	e := metrics.New(pool, nil, metrics.Sources{InboxStored: one, InboxSuppressed: one, InboxRejected: one,
 		CheckpointsPublished: one, CheckpointsReceived: one, GapsDetected: one,
@@ -101,23 +140,5 @@ func TestDashboard_QueriesOnlyRegisteredMetrics(t *testing.T) {
 	for _, f := range families {
 		registered[f.GetName()] = true
 	}
-	dashboard, err := os.ReadFile("../../docker/grafana-dashboard.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	used := regexp.MustCompile(`streamseal_[a-z_]+`).FindAllString(string(dashboard), -1)
-	if len(used) < 20 {
-		t.Fatalf("the dashboard names only %d metrics", len(used))
-	}
-	for _, name := range used {
-		base := strings.TrimSuffix(strings.TrimSuffix(strings.TrimSuffix(name, "_bucket"), "_count"), "_sum")
-		if !registered[base] {
-			t.Errorf("the dashboard queries %s, which the exporter does not register", name)
-		}
-	}
-	for name := range registered {
-		if !strings.Contains(string(dashboard), name) {
-			t.Errorf("metric %s is registered but no dashboard panel shows it", name)
-		}
-	}
+	return registered
 }
