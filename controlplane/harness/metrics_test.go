@@ -254,8 +254,15 @@ func TestMetrics_ReadinessDegradesOnAnExhaustedBucketAndRecoversWhenItHeals(t *t
 	if body := readiness(); !strings.Contains(body, "degraded: 3 buckets spent their repair budget") {
 		t.Fatalf("after the budget was spent /readyz = %q", body)
 	}
+	// The convergence gauges of the same reading: the backlog and its age.
 	if got := metricValue(t, billing, "streamseal_repair_exhausted_buckets", nil); got != 3 {
 		t.Fatalf("repair_exhausted_buckets = %v, want 3", got)
+	}
+	if got := metricValue(t, billing, "streamseal_unhealed_buckets", nil); got != 3 {
+		t.Fatalf("unhealed_buckets = %v, want 3", got)
+	}
+	if got := metricValue(t, billing, "streamseal_oldest_unhealed_age_seconds", nil); got <= 0 {
+		t.Fatalf("oldest_unhealed_age_seconds = %v with 3 buckets unhealed; want their age", got)
 	}
 
 	from, to := int64(0), int64(1)<<40
@@ -274,5 +281,12 @@ func TestMetrics_ReadinessDegradesOnAnExhaustedBucketAndRecoversWhenItHeals(t *t
 	}
 	if got := metricValue(t, billing, "streamseal_repair_exhausted_buckets", nil); got != 0 {
 		t.Fatalf("repair_exhausted_buckets = %v after the heal, want 0", got)
+	}
+	if got := metricValue(t, billing, "streamseal_oldest_unhealed_age_seconds", nil); got != 0 {
+		t.Fatalf("oldest_unhealed_age_seconds = %v with nothing unhealed, want 0", got)
+	}
+	// The matching audit certified the whole window [0, 7): the seal gauge of orders says so.
+	if got := metricValue(t, billing, "streamseal_sealed_through", map[string]string{"origin_service_id": "orders"}); got != 7 {
+		t.Fatalf("sealed_through{orders} = %v, want 7", got)
 	}
 }
