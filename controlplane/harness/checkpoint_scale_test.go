@@ -144,13 +144,7 @@ func TestCheckpoint_CappedRepairsServeEveryLaneInTurn(t *testing.T) {
 		Suppress: func(e store.EventCopy) bool { return e.StreamVersion == 2 }}, log.wrap)
 	services := []*harness.Service{orders, billing}
 	ctx := context.Background()
-	// River runs the checkpoint job once at start (then hourly): let it run before the rounds,
-	// so every round below is exactly one publication of the test's.
-	waitFor(t, "orders' start-up checkpoint job done", services, func() bool {
-		var done int
-		_ = orders.Pool.QueryRow(ctx, "select count(*) from streamseal_river.river_job where kind = 'streamseal_checkpoint' and state = 'completed'").Scan(&done)
-		return done == 1
-	})
+	waitForStartupCheckpoint(t, orders, services)
 	for round := 1; round <= 5; round++ {
 		// Every lane loses one delivery this round (version 2 of its stream).
 		var events []store.NewEvent
@@ -212,11 +206,7 @@ func TestCheckpoint_ManyTenantsSplitIntoMessagesThatEachFit(t *testing.T) {
 	billing := start(t, h, "billing", harness.Options{Settings: settings, Consumes: eventTypes[:1]}, nil)
 	services := []*harness.Service{orders, billing}
 	ctx := context.Background()
-	waitFor(t, "orders' start-up checkpoint job done", services, func() bool {
-		var done int
-		_ = orders.Pool.QueryRow(ctx, "select count(*) from streamseal_river.river_job where kind = 'streamseal_checkpoint' and state = 'completed'").Scan(&done)
-		return done == 1
-	})
+	waitForStartupCheckpoint(t, orders, services)
 	const tenants = 20000
 	for b := 0; b < tenants; b += 2000 {
 		var events []store.NewEvent
@@ -244,5 +234,18 @@ func TestCheckpoint_ManyTenantsSplitIntoMessagesThatEachFit(t *testing.T) {
 		var lanes, atFloor int
 		_ = billing.Pool.QueryRow(ctx, "select count(*), count(*) filter (where floor = 1 and suspected = '{}') from streamseal.lanes where origin = 'orders'").Scan(&lanes, &atFloor)
 		return lanes == tenants && atFloor == tenants
+	})
+}
+
+// waitForStartupCheckpoint waits until River ran origin's start-up checkpoint job (it runs once
+// at start, then every interval): a test that publishes its own rounds with an hour-long
+// interval then knows every round is exactly one publication of its own.
+func waitForStartupCheckpoint(t *testing.T, origin *harness.Service, services []*harness.Service) {
+	t.Helper()
+	waitFor(t, origin.Name+"'s start-up checkpoint job done", services, func() bool {
+		var done int
+		_ = origin.Pool.QueryRow(context.Background(),
+			"select count(*) from streamseal_river.river_job where kind = 'streamseal_checkpoint' and state = 'completed'").Scan(&done)
+		return done == 1
 	})
 }
