@@ -1,8 +1,10 @@
 // Package metrics exposes one service's control plane to Prometheus (namespace streamseal_) and
-// serves /healthz and /readyz. Counters read the components' own counters at scrape time; the
-// backlog gauges (unhealed, exhausted, oldest unhealed age, sealed_through per origin) are read
-// once per maintenance cycle (Refresh) and swapped in whole: nothing queries the database for the
-// sake of a metric, and no scrape sees a half-updated reading.
+// serves /healthz and /readyz. Three kinds of instrument: plain counters read the components'
+// own counters at scrape time (Sources); histograms and labelled counters are fed by the
+// components where the work happens (Instruments, instruments.go); the backlog gauges (unhealed,
+// exhausted, oldest unhealed age, sealed_through per origin) are read once per maintenance cycle
+// (Refresh) and swapped in whole. Nothing queries the database for the sake of a metric, and no
+// scrape sees a half-updated reading.
 package metrics
 
 import (
