@@ -2,10 +2,11 @@
 -- from any origin ('*'). Set by the application or operator at start; read by the inbox (its
 -- JetStream filter subjects) and by verification, which compares only subscribed types.
 
--- _subscription_origin validates the origin a caller gave and returns the key it is stored
--- under: null or '*' means any origin ('*'); a name must be a service name and not this
--- service's own (a service never consumes its own events as copies).
-create function streamseal._subscription_origin(caller text, origin text)
+-- _subscription_key validates what a caller gave, the origin and the event types (what names the
+-- request in the message: 'a subscription'), and returns the origin key it is stored under: null
+-- or '*' means any origin ('*'); a name must be a service name and not this service's own (a
+-- service never consumes its own events as copies).
+create function streamseal._subscription_key(caller text, origin text, event_types text[], what text)
 returns text
 language plpgsql
 stable
@@ -13,23 +14,28 @@ set search_path = ''
 as $$
 declare
     self text;
+    problem text;
 begin
-    if _subscription_origin.origin is null or _subscription_origin.origin = '*' then
-        return '*';
+    if _subscription_key.origin is not null and _subscription_key.origin <> '*' then
+        if _subscription_key.origin !~ '^[a-z][a-z0-9-]{0,62}$' then
+            raise exception '%: origin % is invalid: expected a service name [a-z][a-z0-9-]{0,62}, or null for any origin',
+                _subscription_key.caller, pg_catalog.quote_literal(_subscription_key.origin)
+                using errcode = '22023';
+        end if;
+        -- Checked only once the database knows its name: subscriptions may be set up before it.
+        select s.name into self from streamseal.service s;
+        if _subscription_key.origin = self then
+            raise exception '%: origin "%" is this service: a service does not subscribe to its own events',
+                _subscription_key.caller, _subscription_key.origin
+                using errcode = '22023';
+        end if;
     end if;
-    if _subscription_origin.origin !~ '^[a-z][a-z0-9-]{0,62}$' then
-        raise exception '%: origin % is invalid: expected a service name [a-z][a-z0-9-]{0,62}, or null for any origin',
-            _subscription_origin.caller, pg_catalog.quote_literal(_subscription_origin.origin)
+    problem := streamseal._list_problem(_subscription_key.event_types);
+    if problem is not null then
+        raise exception '%: % must name its event types: %', _subscription_key.caller, _subscription_key.what, problem
             using errcode = '22023';
     end if;
-    -- Checked only once the database knows its name: subscriptions may be set up before it.
-    select s.name into self from streamseal.service s;
-    if _subscription_origin.origin = self then
-        raise exception '%: origin "%" is this service: a service does not subscribe to its own events',
-            _subscription_origin.caller, _subscription_origin.origin
-            using errcode = '22023';
-    end if;
-    return _subscription_origin.origin;
+    return coalesce(_subscription_key.origin, '*');
 end
 $$;
 
@@ -42,14 +48,9 @@ volatile
 set search_path = ''
 as $$
 declare
-    stored_origin text := streamseal._subscription_origin('subscribe', subscribe.origin);
-    problem text := streamseal._list_problem(subscribe.event_types);
+    stored_origin text := streamseal._subscription_key('subscribe', subscribe.origin, subscribe.event_types, 'a subscription');
     added integer;
 begin
-    if problem is not null then
-        raise exception 'subscribe: a subscription must name its event types: %', problem
-            using errcode = '22023';
-    end if;
     insert into streamseal.subscriptions (origin, event_type)
     select distinct stored_origin, t.event_type
     from pg_catalog.unnest(subscribe.event_types) as t(event_type)
@@ -70,14 +71,10 @@ volatile
 set search_path = ''
 as $$
 declare
-    stored_origin text := streamseal._subscription_origin('unsubscribe', unsubscribe.origin);
-    problem text := streamseal._list_problem(unsubscribe.event_types);
+    stored_origin text := streamseal._subscription_key('unsubscribe', unsubscribe.origin, unsubscribe.event_types,
+                                                       'an unsubscription');
     removed integer;
 begin
-    if problem is not null then
-        raise exception 'unsubscribe: an unsubscription must name its event types: %', problem
-            using errcode = '22023';
-    end if;
     delete from streamseal.subscriptions s
     where s.origin = stored_origin
       and s.event_type = any (unsubscribe.event_types);
