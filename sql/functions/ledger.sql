@@ -100,6 +100,58 @@ as $$
                       (_ledger_signature_problem.bucket -> 'origin_n')::numeric::bigint as origin_n) s))
 $$;
 
+-- _require_finite_time refuses a null or infinite clock reading (now_at), naming the caller.
+create function streamseal._require_finite_time(caller text, now_at timestamptz)
+returns void
+language plpgsql
+immutable
+set search_path = ''
+as $$
+begin
+    if _require_finite_time.now_at is null or not pg_catalog.isfinite(_require_finite_time.now_at) then
+        raise exception '%: now_at % is invalid: expected a finite time',
+            _require_finite_time.caller, coalesce(_require_finite_time.now_at::text, 'null')
+            using errcode = '22023';
+    end if;
+end
+$$;
+
+-- _require_ledger_buckets refuses a batch that is not a JSON array of bucket objects, naming the
+-- first bad one by position: each must carry a key (tenant, event_type, stream_id) and, with
+-- signatures, its reason and both folds. The whole batch is checked before the caller writes.
+create function streamseal._require_ledger_buckets(caller text, origin text, buckets jsonb, signatures boolean)
+returns void
+language plpgsql
+immutable
+set search_path = ''
+as $$
+declare
+    bad record;
+begin
+    if pg_catalog.jsonb_typeof(_require_ledger_buckets.buckets) is distinct from 'array' then
+        raise exception '%: buckets is %: expected a JSON array of %', _require_ledger_buckets.caller,
+            coalesce('a JSON ' || pg_catalog.jsonb_typeof(_require_ledger_buckets.buckets), 'null'),
+            case when _require_ledger_buckets.signatures then 'bucket objects' else 'bucket keys' end
+            using errcode = '22023';
+    end if;
+    select c.position, c.problem into bad
+    from (
+        select b.position,
+               coalesce(streamseal._ledger_key_problem(b.bucket),
+                        case when _require_ledger_buckets.signatures then streamseal._ledger_signature_problem(b.bucket) end) as problem
+        from pg_catalog.jsonb_array_elements(_require_ledger_buckets.buckets) with ordinality as b(bucket, position)
+    ) c
+    where c.problem is not null
+    order by c.position
+    limit 1;
+    if found then
+        raise exception '%: bucket #% of origin "%": %', _require_ledger_buckets.caller, bad.position,
+            _require_ledger_buckets.origin, bad.problem
+            using errcode = '22023';
+    end if;
+end
+$$;
+
 -- ledger_observe records one comparison's divergent buckets of origin (a JSON array, see the
 -- header; a bucket with "skipped": true is in flight and is ignored) and tells the caller, per
 -- bucket, whether to report it and whether to request its repair:
@@ -153,29 +205,8 @@ begin
             coalesce(ledger_observe.max_attempts::text, 'null')
             using errcode = '22023';
     end if;
-    if ledger_observe.now_at is null or not pg_catalog.isfinite(ledger_observe.now_at) then
-        raise exception 'ledger_observe: now_at % is invalid: expected a finite time',
-            coalesce(ledger_observe.now_at::text, 'null')
-            using errcode = '22023';
-    end if;
-    if pg_catalog.jsonb_typeof(ledger_observe.buckets) is distinct from 'array' then
-        raise exception 'ledger_observe: buckets is %: expected a JSON array of bucket objects',
-            coalesce('a JSON ' || pg_catalog.jsonb_typeof(ledger_observe.buckets), 'null')
-            using errcode = '22023';
-    end if;
-    select c.position, c.problem into bad
-    from (
-        select b.position,
-               coalesce(streamseal._ledger_key_problem(b.bucket), streamseal._ledger_signature_problem(b.bucket)) as problem
-        from pg_catalog.jsonb_array_elements(ledger_observe.buckets) with ordinality as b(bucket, position)
-    ) c
-    where c.problem is not null
-    order by c.position
-    limit 1;
-    if found then
-        raise exception 'ledger_observe: bucket #% of origin "%": %', bad.position, ledger_observe.origin, bad.problem
-            using errcode = '22023';
-    end if;
+    perform streamseal._require_finite_time('ledger_observe', ledger_observe.now_at);
+    perform streamseal._require_ledger_buckets('ledger_observe', ledger_observe.origin, ledger_observe.buckets, true);
     select b.bucket ->> 'tenant' as tenant, b.bucket ->> 'event_type' as event_type, b.bucket ->> 'stream_id' as stream_id
     into bad
     from pg_catalog.jsonb_array_elements(ledger_observe.buckets) as b(bucket)
@@ -308,34 +339,12 @@ language plpgsql
 volatile
 set search_path = ''
 as $$
-declare
-    bad record;
 begin
     -- GUARD: the whole batch is checked before anything is deleted.
     perform streamseal._require_other_origin('ledger_heal', ledger_heal.origin,
         'the ledger tracks copies of other origins'' lanes');
-    if ledger_heal.now_at is null or not pg_catalog.isfinite(ledger_heal.now_at) then
-        raise exception 'ledger_heal: now_at % is invalid: expected a finite time',
-            coalesce(ledger_heal.now_at::text, 'null')
-            using errcode = '22023';
-    end if;
-    if pg_catalog.jsonb_typeof(ledger_heal.buckets) is distinct from 'array' then
-        raise exception 'ledger_heal: buckets is %: expected a JSON array of bucket keys',
-            coalesce('a JSON ' || pg_catalog.jsonb_typeof(ledger_heal.buckets), 'null')
-            using errcode = '22023';
-    end if;
-    select c.position, c.problem into bad
-    from (
-        select b.position, streamseal._ledger_key_problem(b.bucket) as problem
-        from pg_catalog.jsonb_array_elements(ledger_heal.buckets) with ordinality as b(bucket, position)
-    ) c
-    where c.problem is not null
-    order by c.position
-    limit 1;
-    if found then
-        raise exception 'ledger_heal: bucket #% of origin "%": %', bad.position, ledger_heal.origin, bad.problem
-            using errcode = '22023';
-    end if;
+    perform streamseal._require_finite_time('ledger_heal', ledger_heal.now_at);
+    perform streamseal._require_ledger_buckets('ledger_heal', ledger_heal.origin, ledger_heal.buckets, false);
 
     perform pg_catalog.pg_advisory_xact_lock(streamseal._ledger_lock_key(ledger_heal.origin));
 
@@ -363,11 +372,7 @@ stable
 set search_path = ''
 as $$
 begin
-    if ledger_backlog.now_at is null or not pg_catalog.isfinite(ledger_backlog.now_at) then
-        raise exception 'ledger_backlog: now_at % is invalid: expected a finite time',
-            coalesce(ledger_backlog.now_at::text, 'null')
-            using errcode = '22023';
-    end if;
+    perform streamseal._require_finite_time('ledger_backlog', ledger_backlog.now_at);
     return query
     select o.origin, pg_catalog.count(l.origin), pg_catalog.count(l.exhausted_at),
            coalesce(ledger_backlog.now_at - pg_catalog.min(l.first_seen_at), interval '0')
