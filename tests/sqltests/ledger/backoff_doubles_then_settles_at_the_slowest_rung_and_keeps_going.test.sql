@@ -7,13 +7,6 @@ begin;
 select plan(9);
 select streamseal.set_service_name('ledger-backoff');
 
-create function pg_temp.bucket(stream_id text, local_n bigint, origin_n bigint, salt bigint default 0)
-returns jsonb language sql immutable as $$
-    select jsonb_build_object('tenant', 't1', 'event_type', 'ledger.type', 'stream_id', stream_id,
-        'reason', case when local_n < origin_n then 'deficit' when local_n > origin_n then 'local_extra' else 'identity_mismatch' end,
-        'local_x0', 1000 + salt, 'local_x1', 2000 + salt, 'local_n', local_n, 'origin_x0', 3000, 'origin_x1', 4000, 'origin_n', origin_n)
-$$;
-
 -- Observe the same deficit every 5 minutes for 48 hours with the defaults.
 create temp table cycles (minute int, report boolean, request boolean, attempts int, settled boolean) on commit drop;
 do $$
@@ -23,7 +16,7 @@ begin
     for m in 0 .. 2880 by 5 loop
         insert into cycles
         select m, o.report, o.request, o.attempts, o.settled
-        from streamseal.ledger_observe('ledger-backoff-origin', jsonb_build_array(pg_temp.bucket('stuck', 1, 2)),
+        from streamseal.ledger_observe('ledger-backoff-origin', jsonb_build_array(streamseal_test.divergent_bucket('stuck', 1, 2)),
                                        now_at => '2030-01-01 00:00:00+00'::timestamptz + m * interval '1 minute') o;
     end loop;
 end
@@ -60,7 +53,7 @@ select results_eq(
 -- A smaller ladder, by the caller's options: base 60 s, 3 attempts, observed every minute.
 select results_eq(
     $$ select m from generate_series(0, 20) m
-       cross join lateral streamseal.ledger_observe('ledger-backoff-origin', jsonb_build_array(pg_temp.bucket('small', 1, 2)),
+       cross join lateral streamseal.ledger_observe('ledger-backoff-origin', jsonb_build_array(streamseal_test.divergent_bucket('small', 1, 2)),
            backoff_base => interval '60 seconds', max_attempts => 3,
            now_at => '2030-02-01 00:00:00+00'::timestamptz + m * interval '1 minute') o
        where o.request order by m $$,
@@ -75,7 +68,7 @@ insert into streamseal.repair_ledger (origin, tenant, event_type, stream_id, rea
 values ('ledger-backoff-origin', 't1', 'ledger.type', 'long', 'deficit', 1000, 2000, 1, 3000, 4000, 2,
         '2030-01-01', '2030-01-01', 99, '2030-01-01', '2030-01-01');
 create temp table long_call on commit drop as
-select * from streamseal.ledger_observe('ledger-backoff-origin', jsonb_build_array(pg_temp.bucket('long', 1, 2)),
+select * from streamseal.ledger_observe('ledger-backoff-origin', jsonb_build_array(streamseal_test.divergent_bucket('long', 1, 2)),
                                         backoff_base => interval '24 hours', max_attempts => 100, now_at => '2030-03-01');
 select results_eq(
     $$ select c.request, c.attempts, c.settled, l.next_attempt_at - l.last_attempt_at

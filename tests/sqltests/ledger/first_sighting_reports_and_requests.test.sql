@@ -5,18 +5,9 @@ begin;
 select plan(6);
 select streamseal.set_service_name('ledger-first');
 
--- bucket builds one divergent bucket as compare_stream_digests returns it; the reason follows
--- the counts (equal counts: the local fold differs).
-create function pg_temp.bucket(stream_id text, local_n bigint, origin_n bigint, salt bigint default 0)
-returns jsonb language sql immutable as $$
-    select jsonb_build_object('tenant', 't1', 'event_type', 'ledger.type', 'stream_id', stream_id,
-        'reason', case when local_n < origin_n then 'deficit' when local_n > origin_n then 'local_extra' else 'identity_mismatch' end,
-        'local_x0', 1000 + salt, 'local_x1', 2000 + salt, 'local_n', local_n, 'origin_x0', 3000, 'origin_x1', 4000, 'origin_n', origin_n)
-$$;
-
 create temp table first_call on commit drop as
 select * from streamseal.ledger_observe('ledger-first-origin',
-    jsonb_build_array(pg_temp.bucket('short', 1, 3), pg_temp.bucket('other-ids', 2, 2), pg_temp.bucket('surplus', 4, 2)),
+    jsonb_build_array(streamseal_test.divergent_bucket('short', 1, 3), streamseal_test.divergent_bucket('other-ids', 2, 2), streamseal_test.divergent_bucket('surplus', 4, 2)),
     now_at => '2030-01-01 00:00:00+00');
 
 select results_eq(
@@ -46,7 +37,7 @@ select results_eq(
 select results_eq(
     $$ select stream_id, report, request, attempts
        from streamseal.ledger_observe('ledger-first-origin',
-           jsonb_build_array(pg_temp.bucket('fresh', 0, 1) || '{"skipped": false}', pg_temp.bucket('in-flight', 0, 1) || '{"skipped": true}'),
+           jsonb_build_array(streamseal_test.divergent_bucket('fresh', 0, 1) || '{"skipped": false}', streamseal_test.divergent_bucket('in-flight', 0, 1) || '{"skipped": true}'),
            backoff_base => interval '10 seconds', now_at => '2030-01-01 00:00:00+00') $$,
     $$ values ('fresh'::text, true, true, 1) $$,
     'a bucket marked skipped is in flight: it is not news, nothing is ledgered for it');

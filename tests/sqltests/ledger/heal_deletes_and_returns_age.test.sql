@@ -6,21 +6,15 @@ begin;
 select plan(8);
 select streamseal.set_service_name('ledger-heal');
 
-create function pg_temp.bucket(stream_id text, local_n bigint, origin_n bigint, salt bigint default 0)
-returns jsonb language sql immutable as $$
-    select jsonb_build_object('tenant', 't1', 'event_type', 'ledger.type', 'stream_id', stream_id,
-        'reason', case when local_n < origin_n then 'deficit' when local_n > origin_n then 'local_extra' else 'identity_mismatch' end,
-        'local_x0', 1000 + salt, 'local_x1', 2000 + salt, 'local_n', local_n, 'origin_x0', 3000, 'origin_x1', 4000, 'origin_n', origin_n)
-$$;
 create function pg_temp.key(stream_id text) returns jsonb language sql immutable as $$
     select jsonb_build_object('tenant', 't1', 'event_type', 'ledger.type', 'stream_id', stream_id)
 $$;
 
 -- Three buckets first seen at 00:00; one more at 01:00; repaired progress moves a at 00:30.
 select count(*) from streamseal.ledger_observe('ledger-heal-origin',
-    jsonb_build_array(pg_temp.bucket('a', 1, 4), pg_temp.bucket('b', 2, 2), pg_temp.bucket('c', 1, 2)), now_at => '2030-01-01 00:00:00+00');
+    jsonb_build_array(streamseal_test.divergent_bucket('a', 1, 4), streamseal_test.divergent_bucket('b', 2, 2), streamseal_test.divergent_bucket('c', 1, 2)), now_at => '2030-01-01 00:00:00+00');
 select count(*) from streamseal.ledger_observe('ledger-heal-origin',
-    jsonb_build_array(pg_temp.bucket('a', 3, 4, salt => 1), pg_temp.bucket('d', 5, 2)), now_at => '2030-01-01 01:00:00+00');
+    jsonb_build_array(streamseal_test.divergent_bucket('a', 3, 4, salt => 1), streamseal_test.divergent_bucket('d', 5, 2)), now_at => '2030-01-01 01:00:00+00');
 
 select results_eq(
     $$ select * from streamseal.ledger_heal('ledger-heal-origin',
@@ -51,7 +45,7 @@ select results_eq(
 -- A bucket that diverges again after its heal is a new incident.
 select results_eq(
     $$ select report, request, attempts from streamseal.ledger_observe('ledger-heal-origin',
-           jsonb_build_array(pg_temp.bucket('a', 3, 4, salt => 1)), now_at => '2030-01-01 05:00:00+00') $$,
+           jsonb_build_array(streamseal_test.divergent_bucket('a', 3, 4, salt => 1)), now_at => '2030-01-01 05:00:00+00') $$,
     $$ values (true, true, 1) $$,
     'the same signature after a heal is news again: reported and requested at once, attempt 1');
 select is(

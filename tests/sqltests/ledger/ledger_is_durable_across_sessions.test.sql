@@ -7,16 +7,10 @@ begin;
 select plan(7);
 select streamseal.set_service_name('ledger-durable');
 
-create function pg_temp.bucket(stream_id text, local_n bigint, origin_n bigint, salt bigint default 0)
-returns jsonb language sql immutable as $$
-    select jsonb_build_object('tenant', 't1', 'event_type', 'ledger.type', 'stream_id', stream_id,
-        'reason', case when local_n < origin_n then 'deficit' when local_n > origin_n then 'local_extra' else 'identity_mismatch' end,
-        'local_x0', 1000 + salt, 'local_x1', 2000 + salt, 'local_n', local_n, 'origin_x0', 3000, 'origin_x1', 4000, 'origin_n', origin_n)
-$$;
 create function pg_temp.observe(at timestamptz) returns table (stream_id text, report boolean, request boolean, attempts int)
 language sql as $$
     select o.stream_id, o.report, o.request, o.attempts
-    from streamseal.ledger_observe('ledger-durable-origin', jsonb_build_array(pg_temp.bucket('short', 1, 3), pg_temp.bucket('odd', 2, 2)),
+    from streamseal.ledger_observe('ledger-durable-origin', jsonb_build_array(streamseal_test.divergent_bucket('short', 1, 3), streamseal_test.divergent_bucket('odd', 2, 2)),
                                    now_at => at) o
 $$;
 

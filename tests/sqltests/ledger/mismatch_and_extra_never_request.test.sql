@@ -7,13 +7,6 @@ begin;
 select plan(6);
 select streamseal.set_service_name('ledger-alarms');
 
-create function pg_temp.bucket(stream_id text, local_n bigint, origin_n bigint, salt bigint default 0)
-returns jsonb language sql immutable as $$
-    select jsonb_build_object('tenant', 't1', 'event_type', 'ledger.type', 'stream_id', stream_id,
-        'reason', case when local_n < origin_n then 'deficit' when local_n > origin_n then 'local_extra' else 'identity_mismatch' end,
-        'local_x0', 1000 + salt, 'local_x1', 2000 + salt, 'local_n', local_n, 'origin_x0', 3000, 'origin_x1', 4000, 'origin_n', origin_n)
-$$;
-
 -- Observe both every 5 minutes for 24 hours; their folds move (a new signature) at minutes 330,
 -- 690, 1050 and 1410.
 create temp table cycles (minute int, stream_id text, reason text, report boolean, request boolean, attempts int, settled boolean)
@@ -26,7 +19,7 @@ begin
         insert into cycles
         select m, o.stream_id, o.reason, o.report, o.request, o.attempts, o.settled
         from streamseal.ledger_observe('ledger-alarms-origin',
-            jsonb_build_array(pg_temp.bucket('mismatched', 2, 2, salt => (m + 30) / 360), pg_temp.bucket('surplus', 3, 2, salt => (m + 30) / 360)),
+            jsonb_build_array(streamseal_test.divergent_bucket('mismatched', 2, 2, salt => (m + 30) / 360), streamseal_test.divergent_bucket('surplus', 3, 2, salt => (m + 30) / 360)),
             max_attempts => 1, now_at => '2030-01-01 00:00:00+00'::timestamptz + m * interval '1 minute') o;
     end loop;
 end
@@ -50,19 +43,19 @@ select results_eq(
 -- A caller cannot turn an alarm into a request by naming it a deficit.
 select throws_ok(
     $$ select * from streamseal.ledger_observe('ledger-alarms-origin',
-           jsonb_build_array(pg_temp.bucket('surplus', 3, 2) || '{"reason": "deficit"}')) $$,
+           jsonb_build_array(streamseal_test.divergent_bucket('surplus', 3, 2) || '{"reason": "deficit"}')) $$,
     '22023', 'ledger_observe: bucket #1 of origin "ledger-alarms-origin": reason ''deficit'' does not match the folds local (1000, 2000, 3) and origin (3000, 4000, 2): expected ''local_extra''',
     'a surplus labelled a deficit is refused');
 select throws_ok(
     $$ select * from streamseal.ledger_observe('ledger-alarms-origin',
-           jsonb_build_array(pg_temp.bucket('mismatched', 2, 2) || '{"reason": "deficit"}')) $$,
+           jsonb_build_array(streamseal_test.divergent_bucket('mismatched', 2, 2) || '{"reason": "deficit"}')) $$,
     '22023', 'ledger_observe: bucket #1 of origin "ledger-alarms-origin": reason ''deficit'' does not match the folds local (1000, 2000, 2) and origin (3000, 4000, 2): expected ''identity_mismatch''',
     'a mismatch labelled a deficit is refused');
 
 -- The same bucket is requested the moment its folds show a deficit (repair can now converge).
 select results_eq(
     $$ select reason, report, request, attempts from streamseal.ledger_observe('ledger-alarms-origin',
-           jsonb_build_array(pg_temp.bucket('mismatched', 1, 2)), now_at => '2030-01-02 01:00:00+00') $$,
+           jsonb_build_array(streamseal_test.divergent_bucket('mismatched', 1, 2)), now_at => '2030-01-02 01:00:00+00') $$,
     $$ values ('deficit'::text, true, true, 1) $$,
     'once the folds show a deficit the bucket is requested like any deficit');
 

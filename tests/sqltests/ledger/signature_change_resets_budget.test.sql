@@ -7,12 +7,6 @@ begin;
 select plan(7);
 select streamseal.set_service_name('ledger-signature');
 
-create function pg_temp.bucket(stream_id text, local_n bigint, origin_n bigint, salt bigint default 0)
-returns jsonb language sql immutable as $$
-    select jsonb_build_object('tenant', 't1', 'event_type', 'ledger.type', 'stream_id', stream_id,
-        'reason', case when local_n < origin_n then 'deficit' when local_n > origin_n then 'local_extra' else 'identity_mismatch' end,
-        'local_x0', 1000 + salt, 'local_x1', 2000 + salt, 'local_n', local_n, 'origin_x0', 3000, 'origin_x1', 4000, 'origin_n', origin_n)
-$$;
 create function pg_temp.observe(bucket jsonb, minute int)
 returns table (report boolean, request boolean, attempts int, settled boolean) language sql as $$
     select o.report, o.request, o.attempts, o.settled
@@ -21,15 +15,15 @@ returns table (report boolean, request boolean, attempts int, settled boolean) l
 $$;
 
 -- Spend the budget of a deficit 1 of 5: requests at minutes 0, 1 and 3 (waits 1 and 2 minutes).
-select pg_temp.observe(pg_temp.bucket('progress', 1, 5), m) from unnest(array[0, 1, 3]) m;
+select pg_temp.observe(streamseal_test.divergent_bucket('progress', 1, 5), m) from unnest(array[0, 1, 3]) m;
 select results_eq(
-    $$ select * from pg_temp.observe(pg_temp.bucket('progress', 1, 5), 4) $$,
+    $$ select * from pg_temp.observe(streamseal_test.divergent_bucket('progress', 1, 5), 4) $$,
     $$ values (false, false, 3, true) $$,
     'setup: at minute 4 the unchanged deficit is settled after 3 attempts and not due');
 
 -- Repair progress: 3 of 5 held now (a new local fold).
 select results_eq(
-    $$ select * from pg_temp.observe(pg_temp.bucket('progress', 3, 5, salt => 7), 5) $$,
+    $$ select * from pg_temp.observe(streamseal_test.divergent_bucket('progress', 3, 5, salt => 7), 5) $$,
     $$ values (true, true, 1, false) $$,
     'a changed signature reports, requests at once and restarts the budget at attempt 1');
 select results_eq(
@@ -39,19 +33,19 @@ select results_eq(
                '2030-01-01 00:06:00+00'::timestamptz, null::timestamptz, 3::bigint) $$,
     'the row takes the new signature, restarts the ladder at one backoff_base, is no longer exhausted, keeps first_seen_at');
 select results_eq(
-    $$ select * from pg_temp.observe(pg_temp.bucket('progress', 3, 5, salt => 7), 6) $$,
+    $$ select * from pg_temp.observe(streamseal_test.divergent_bucket('progress', 3, 5, salt => 7), 6) $$,
     $$ values (false, true, 2, false) $$,
     'the unchanged new signature climbs the ladder again from its start (due a minute later, no report)');
 
 -- One digest value alone is a change: the origin's x1 moved.
 select results_eq(
-    $$ select * from pg_temp.observe(pg_temp.bucket('progress', 3, 5, salt => 7) || '{"origin_x1": 4001}', 7) $$,
+    $$ select * from pg_temp.observe(streamseal_test.divergent_bucket('progress', 3, 5, salt => 7) || '{"origin_x1": 4001}', 7) $$,
     $$ values (true, true, 1, false) $$,
     'a change of one hash, counts unchanged, is a new signature too');
 
 -- A change of reason: the deficit turns into an identity mismatch (same counts, other ids).
 select results_eq(
-    $$ select * from pg_temp.observe(pg_temp.bucket('progress', 5, 5, salt => 9), 8) $$,
+    $$ select * from pg_temp.observe(streamseal_test.divergent_bucket('progress', 5, 5, salt => 9), 8) $$,
     $$ values (true, false, 0, false) $$,
     'a deficit that became an identity mismatch reports and is no longer requested');
 select results_eq(

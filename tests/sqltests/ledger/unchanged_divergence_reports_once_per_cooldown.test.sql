@@ -5,13 +5,6 @@ begin;
 select plan(5);
 select streamseal.set_service_name('ledger-cooldown');
 
-create function pg_temp.bucket(stream_id text, local_n bigint, origin_n bigint, salt bigint default 0)
-returns jsonb language sql immutable as $$
-    select jsonb_build_object('tenant', 't1', 'event_type', 'ledger.type', 'stream_id', stream_id,
-        'reason', case when local_n < origin_n then 'deficit' when local_n > origin_n then 'local_extra' else 'identity_mismatch' end,
-        'local_x0', 1000 + salt, 'local_x1', 2000 + salt, 'local_n', local_n, 'origin_x0', 3000, 'origin_x1', 4000, 'origin_n', origin_n)
-$$;
-
 -- Observe a mismatch and a deficit every 5 minutes for 3 hours, one call per cycle.
 create temp table cycles (minute int, stream_id text, report boolean, request boolean) on commit drop;
 do $$
@@ -22,7 +15,7 @@ begin
         insert into cycles
         select m, o.stream_id, o.report, o.request
         from streamseal.ledger_observe('ledger-cooldown-origin',
-            jsonb_build_array(pg_temp.bucket('mismatched', 2, 2), pg_temp.bucket('short', 1, 2)),
+            jsonb_build_array(streamseal_test.divergent_bucket('mismatched', 2, 2), streamseal_test.divergent_bucket('short', 1, 2)),
             now_at => '2030-01-01 00:00:00+00'::timestamptz + m * interval '1 minute') o;
     end loop;
 end
@@ -48,7 +41,7 @@ select is(
 select results_eq(
     $$ select o.report
        from unnest(array['2030-01-01 03:09:00+00', '2030-01-01 03:10:00+00']::timestamptz[]) with ordinality t(at, i)
-       cross join lateral streamseal.ledger_observe('ledger-cooldown-origin', jsonb_build_array(pg_temp.bucket('mismatched', 2, 2)),
+       cross join lateral streamseal.ledger_observe('ledger-cooldown-origin', jsonb_build_array(streamseal_test.divergent_bucket('mismatched', 2, 2)),
                                                     cooldown => interval '10 minutes', now_at => t.at) o
        order by t.i $$,
     $$ values (false), (true) $$,
