@@ -23,17 +23,17 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/streamseal/streamseal/controlplane/audit"
-	"github.com/streamseal/streamseal/controlplane/bench"
 	"github.com/streamseal/streamseal/controlplane/config"
-	"github.com/streamseal/streamseal/controlplane/demo"
 	"github.com/streamseal/streamseal/controlplane/migrate"
 	"github.com/streamseal/streamseal/controlplane/node"
 	"github.com/streamseal/streamseal/controlplane/progress"
 	"github.com/streamseal/streamseal/controlplane/repair"
-	"github.com/streamseal/streamseal/controlplane/scratchdb"
 	"github.com/streamseal/streamseal/controlplane/status"
 	"github.com/streamseal/streamseal/controlplane/store"
 	"github.com/streamseal/streamseal/controlplane/wire"
+	"github.com/streamseal/streamseal/internal/bench"
+	"github.com/streamseal/streamseal/internal/demo"
+	"github.com/streamseal/streamseal/internal/scratchdb"
 )
 
 const usage = `streamseal: anti-entropy and repair for event-driven services on PostgreSQL

@@ -22,7 +22,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/streamseal/streamseal/controlplane/migrate"
-	"github.com/streamseal/streamseal/controlplane/pgcluster"
+	"github.com/streamseal/streamseal/internal/pgcluster"
 	streamsql "github.com/streamseal/streamseal/sql"
 )
 

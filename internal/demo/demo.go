@@ -29,9 +29,9 @@ import (
 
 	auditpkg "github.com/streamseal/streamseal/controlplane/audit"
 	"github.com/streamseal/streamseal/controlplane/config"
-	"github.com/streamseal/streamseal/controlplane/harness"
-	"github.com/streamseal/streamseal/controlplane/scratchdb"
 	"github.com/streamseal/streamseal/controlplane/store"
+	"github.com/streamseal/streamseal/internal/harness"
+	"github.com/streamseal/streamseal/internal/scratchdb"
 )
 
 var (

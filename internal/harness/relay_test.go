@@ -8,9 +8,9 @@ import (
 	"time"
 
 	"github.com/streamseal/streamseal/controlplane/config"
-	"github.com/streamseal/streamseal/controlplane/harness"
 	"github.com/streamseal/streamseal/controlplane/relay"
 	"github.com/streamseal/streamseal/controlplane/wire"
+	"github.com/streamseal/streamseal/internal/harness"
 )
 
 // Invariant 1 (no silent loss) across a relay crash: a relay killed mid-stream, whose last

@@ -6,8 +6,8 @@ import (
 
 	"github.com/nats-io/nats.go"
 
-	"github.com/streamseal/streamseal/controlplane/harness"
 	"github.com/streamseal/streamseal/controlplane/wire"
+	"github.com/streamseal/streamseal/internal/harness"
 )
 
 // Bad input loses nothing and stops nothing: an event message the inbox cannot store is recorded

@@ -9,9 +9,9 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/streamseal/streamseal/controlplane/config"
-	"github.com/streamseal/streamseal/controlplane/harness"
 	"github.com/streamseal/streamseal/controlplane/status"
 	"github.com/streamseal/streamseal/controlplane/store"
+	"github.com/streamseal/streamseal/internal/harness"
 )
 
 // streamseal status shows an operator what the tables say: the lane's floor held below a

@@ -15,8 +15,8 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/streamseal/streamseal/controlplane/config"
-	"github.com/streamseal/streamseal/controlplane/harness"
 	"github.com/streamseal/streamseal/controlplane/store"
+	"github.com/streamseal/streamseal/internal/harness"
 )
 
 // DetectOptions sizes the detection benchmark.

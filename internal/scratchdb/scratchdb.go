@@ -13,8 +13,8 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/streamseal/streamseal/controlplane/migrate"
-	"github.com/streamseal/streamseal/controlplane/pgcluster"
 	"github.com/streamseal/streamseal/controlplane/store"
+	"github.com/streamseal/streamseal/internal/pgcluster"
 )
 
 // Server hands out migrated databases.

@@ -10,9 +10,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/streamseal/streamseal/controlplane/demo"
-	"github.com/streamseal/streamseal/controlplane/scratchdb"
 	"github.com/streamseal/streamseal/internal/dbtest"
+	"github.com/streamseal/streamseal/internal/demo"
+	"github.com/streamseal/streamseal/internal/scratchdb"
 )
 
 func TestMain(m *testing.M) { dbtest.Main(m) }

@@ -11,10 +11,10 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/streamseal/streamseal/controlplane/config"
-	"github.com/streamseal/streamseal/controlplane/harness"
 	"github.com/streamseal/streamseal/controlplane/repair"
 	"github.com/streamseal/streamseal/controlplane/store"
 	"github.com/streamseal/streamseal/controlplane/wire"
+	"github.com/streamseal/streamseal/internal/harness"
 )
 
 func get(t *testing.T, url string) (int, string) {

@@ -3,7 +3,7 @@ package harness_test
 import (
 	"testing"
 
-	"github.com/streamseal/streamseal/controlplane/harness"
+	"github.com/streamseal/streamseal/internal/harness"
 )
 
 // Invariant 1 across a broker restart: every client loses its connection mid-stream; the
