@@ -27,7 +27,7 @@ import (
 	"github.com/streamseal/streamseal/controlplane/migrate"
 	"github.com/streamseal/streamseal/controlplane/node"
 	"github.com/streamseal/streamseal/controlplane/progress"
-	"github.com/streamseal/streamseal/controlplane/repair"
+	"github.com/streamseal/streamseal/controlplane/redelivery"
 	"github.com/streamseal/streamseal/controlplane/status"
 	"github.com/streamseal/streamseal/controlplane/store"
 	"github.com/streamseal/streamseal/controlplane/wire"
@@ -269,7 +269,7 @@ func cmdRepair(ctx context.Context, args []string, out io.Writer) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()
-	op := &repair.Operator{Pool: pool, NC: nc, Service: service, Out: out, Terminal: progress.IsTerminal(os.Stdout)}
+	op := &redelivery.Operator{Pool: pool, NC: nc, Service: service, Out: out, Terminal: progress.IsTerminal(os.Stdout)}
 	_, err = op.Run(ctx, *origin, req)
 	return err
 }

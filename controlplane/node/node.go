@@ -23,11 +23,9 @@ import (
 	"github.com/streamseal/streamseal/controlplane/config"
 	"github.com/streamseal/streamseal/controlplane/inbox"
 	"github.com/streamseal/streamseal/controlplane/jobs"
-	"github.com/streamseal/streamseal/controlplane/manifest"
 	"github.com/streamseal/streamseal/controlplane/metrics"
 	"github.com/streamseal/streamseal/controlplane/redelivery"
 	"github.com/streamseal/streamseal/controlplane/relay"
-	"github.com/streamseal/streamseal/controlplane/repair"
 	"github.com/streamseal/streamseal/controlplane/stamper"
 	"github.com/streamseal/streamseal/controlplane/wire"
 )
@@ -56,10 +54,10 @@ type Node struct {
 	Inbox      *inbox.Inbox
 	Relay      *relay.Relay
 	Redelivery *redelivery.Server
-	Repair     *repair.Receiver
+	Repair     *redelivery.Receiver
 	Publisher  *checkpoint.Publisher
 	Verifier   *checkpoint.Verifier
-	Manifest   *manifest.Server
+	Manifest   *audit.ManifestServer
 	Auditor    *audit.Auditor
 	Metrics    *metrics.Exporter
 	River      *river.Client[pgx.Tx]
@@ -113,11 +111,11 @@ func New(cfg Config) (*Node, error) {
 	n.Inbox = &inbox.Inbox{Pool: cfg.Pool, JS: js, Service: cfg.Service, Logger: logger, Suppress: cfg.Suppress}
 	n.Relay = &relay.Relay{Pool: cfg.Pool, JS: js, Logger: logger, Metrics: ins}
 	n.Redelivery = &redelivery.Server{Pool: cfg.Pool, JS: js, Service: cfg.Service, Limits: settings.Redelivery, Logger: logger, Metrics: ins}
-	n.Repair = &repair.Receiver{Pool: cfg.Pool, Service: cfg.Service, Logger: logger, AcceptUnservable: true}
+	n.Repair = &redelivery.Receiver{Pool: cfg.Pool, Service: cfg.Service, Logger: logger, AcceptUnservable: true}
 	n.Publisher = &checkpoint.Publisher{Pool: cfg.Pool, JS: js, Service: cfg.Service, Interval: settings.CheckpointInterval, Logger: logger}
 	n.Verifier = &checkpoint.Verifier{Pool: cfg.Pool, JS: js, Service: cfg.Service, Config: settings, Logger: logger, Metrics: ins}
 	n.Inbox.OnCheckpoint = n.Verifier.Handle
-	n.Manifest = &manifest.Server{Pool: cfg.Pool, JS: js, Service: cfg.Service, MaxDigests: settings.MaxDigestsPerManifest, Logger: logger, Metrics: ins}
+	n.Manifest = &audit.ManifestServer{Pool: cfg.Pool, JS: js, Service: cfg.Service, MaxDigests: settings.MaxDigestsPerManifest, Logger: logger, Metrics: ins}
 	n.Auditor = &audit.Auditor{Pool: cfg.Pool, JS: js, Service: cfg.Service, Config: settings, Logger: logger, Metrics: ins,
 		Limits: audit.Limits{MaxDrillDownTypes: settings.MaxDrillDownTypesPerAudit, MaxDigests: settings.MaxDigestsPerManifest,
 			MaxRequests: settings.MaxAutoRepairRequestsPerAudit}}

@@ -11,7 +11,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/streamseal/streamseal/controlplane/config"
-	"github.com/streamseal/streamseal/controlplane/repair"
+	"github.com/streamseal/streamseal/controlplane/redelivery"
 	"github.com/streamseal/streamseal/controlplane/store"
 	"github.com/streamseal/streamseal/controlplane/wire"
 	"github.com/streamseal/streamseal/internal/harness"
@@ -266,7 +266,7 @@ func TestMetrics_ReadinessDegradesOnAnExhaustedBucketAndRecoversWhenItHeals(t *t
 	}
 
 	from, to := int64(0), int64(1)<<40
-	op := &repair.Operator{Pool: billing.Pool, NC: billing.NC, Service: "billing", Out: io.Discard}
+	op := &redelivery.Operator{Pool: billing.Pool, NC: billing.NC, Service: "billing", Out: io.Discard}
 	opCtx, cancel := context.WithTimeout(ctx, failsafe)
 	defer cancel()
 	if _, err := op.Run(opCtx, "orders", wire.RedeliveryRequest{RequestID: uuid.NewString(), Tenants: []string{"acme"},

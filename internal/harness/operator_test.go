@@ -8,7 +8,7 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/streamseal/streamseal/controlplane/repair"
+	"github.com/streamseal/streamseal/controlplane/redelivery"
 	"github.com/streamseal/streamseal/controlplane/store"
 	"github.com/streamseal/streamseal/controlplane/wire"
 	"github.com/streamseal/streamseal/internal/harness"
@@ -32,7 +32,7 @@ func TestOperator_RepairsAWindowAndReportsProgress(t *testing.T) {
 
 	var out bytes.Buffer
 	from, to := int64(1), int64(201)
-	op := &repair.Operator{Pool: billing.Pool, NC: billing.NC, Service: "billing", Out: &out}
+	op := &redelivery.Operator{Pool: billing.Pool, NC: billing.NC, Service: "billing", Out: &out}
 	ctx, cancel := context.WithTimeout(context.Background(), failsafe)
 	defer cancel()
 	sum, err := op.Run(ctx, "orders", wire.RedeliveryRequest{RequestID: uuid.NewString(), Tenants: []string{"acme"},

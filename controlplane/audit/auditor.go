@@ -1,11 +1,12 @@
-// Package audit is the consumer side of the deep audit: for each origin it knows (the
-// known_origins table, so the first audit after a restart exchanges at once) it calls the seal
-// generation guard, asks a directed type-level manifest for the window above its seal, compares
-// (SQL: compare_type_digests), drills down into mismatched types with stream-level pages
-// (compare_stream_digests), hands every divergent bucket to the durable repair ledger
-// (ledger_observe: cooldown, backoff, budget), sends capped deficit repairs batched per
-// (tenant, type), alarms on identity mismatches and local extras (never a request, never a
-// deletion), and advances the seal only when the window matched whole in one chunk.
+// auditor.go: the consumer side. For each origin it knows (the known_origins table, so the first
+// audit after a restart exchanges at once) an Auditor calls the seal generation guard, asks a
+// directed type-level manifest for the window above its seal, compares (SQL: compare_type_digests),
+// drills down into mismatched types with stream-level pages (compare_stream_digests), hands every
+// divergent bucket to the durable repair ledger (ledger_observe: cooldown, backoff, budget), sends
+// capped deficit repairs batched per (tenant, type), alarms on identity mismatches and local extras
+// (never a request, never a deletion), and advances the seal only when the window matched whole in
+// one chunk.
+
 package audit
 
 import (

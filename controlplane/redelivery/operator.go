@@ -1,4 +1,4 @@
-package repair
+package redelivery
 
 import (
 	"context"

@@ -1,9 +1,10 @@
-// Package redelivery is the origin side of repair: it serves redelivery requests arriving on
-// this service's control inbox. It authorizes (grants and named tenants, in SQL), pages the
-// selection (streamseal.select_redelivery, keyset by stream and version), bundles each stream's
-// ordered slice under count and byte caps with raw payload bytes, ships the bundles to the
-// requester, and ends with a summary naming what cannot be served. One build at a time per
-// process; requests beyond the queue stay on the broker.
+// serve.go: the origin side. A Server serves redelivery requests arriving on this service's
+// control inbox: it authorizes (grants and named tenants, in SQL), pages the selection
+// (streamseal.select_redelivery, keyset by stream and version), bundles each stream's ordered
+// slice under count and byte caps with raw payload bytes, ships the bundles to the requester, and
+// ends with a summary naming what cannot be served. One build at a time per process; requests
+// beyond the queue stay on the broker.
+
 package redelivery
 
 import (

@@ -1,8 +1,9 @@
-// Package repair is the consumer side of redelivery: it asks an origin for events (directed to
-// the origin's control inbox), stores the bundles that come back through streamseal.ingest with
-// their identity intact, and reports each origin's summary. A bundle that is not internally
-// consistent (ids and payloads disagree, or it claims another origin's events) is refused whole.
-package repair
+// receiver.go: the consumer side. A Receiver stores the bundles that come back through
+// streamseal.ingest with their identity intact and reports each origin's summary. A bundle that is
+// not internally consistent (ids and payloads disagree, or it claims another origin's events) is
+// refused whole.
+
+package redelivery
 
 import (
 	"bytes"
@@ -101,7 +102,7 @@ func (r *Receiver) onSummary(ctx context.Context, env wire.Envelope, _ []byte) e
 			"tenant", u.Tenant, "type", u.Type, "reason", u.Reason, "type_seqs", u.TypeSeqs, "origin_seqs", u.OriginSeqs)
 		if r.AcceptUnservable && len(u.TypeSeqs) > 0 && u.Type != "" {
 			if _, err := r.Pool.Exec(ctx, "select streamseal.accept_loss($1, $2, $3, $4::int8multirange, $5)",
-				env.From, u.Tenant, u.Type, multirange(u.TypeSeqs), u.Reason); err != nil {
+				env.From, u.Tenant, u.Type, rangesLiteral(u.TypeSeqs), u.Reason); err != nil {
 				return fmt.Errorf("accept unservable loss from %s: %w", env.From, err)
 			}
 		}
@@ -173,7 +174,7 @@ func Request(ctx context.Context, js jetstream.JetStream, service, origin string
 	return req.RequestID, nil
 }
 
-func multirange(rs [][2]int64) string {
+func rangesLiteral(rs [][2]int64) string {
 	parts := make([]string, len(rs))
 	for i, r := range rs {
 		parts[i] = fmt.Sprintf("[%d,%d)", r[0], r[1])

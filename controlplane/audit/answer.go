@@ -1,10 +1,10 @@
-// Package manifest is the origin side of the deep audit: it answers a consumer's manifest
-// request with the digests of a window (type level from sealed epochs plus the live fringe, or
-// stream level paged by stream id), chunked, every chunk carrying the watermark and the origin
-// generation, directed to the requester. Only the types the requester is granted are answered.
-// One answer build at a time per process; the rules are SQL's (type_digests,
-// stream_digests_page, ungranted_types).
-package manifest
+// answer.go: the origin side. A ManifestServer answers a consumer's manifest request with the
+// digests of a window (type level from sealed epochs plus the live fringe, or stream level paged by
+// stream id), chunked, every chunk carrying the watermark and the origin generation, directed to
+// the requester. Only the types the requester is granted are answered. One answer build at a time
+// per process; the rules are SQL's (type_digests, stream_digests_page, ungranted_types).
+
+package audit
 
 import (
 	"bytes"
@@ -24,8 +24,8 @@ import (
 	"github.com/streamseal/streamseal/controlplane/wire"
 )
 
-// Server answers manifest requests for one service.
-type Server struct {
+// ManifestServer answers manifest requests for one service.
+type ManifestServer struct {
 	Pool       *pgxpool.Pool
 	JS         jetstream.JetStream
 	Service    string
@@ -39,14 +39,14 @@ type Server struct {
 }
 
 // Counts: requests answered, chunks sent.
-func (s *Server) Counts() (answered, chunks int64) { return s.answered.Load(), s.chunks.Load() }
+func (s *ManifestServer) Counts() (answered, chunks int64) { return s.answered.Load(), s.chunks.Load() }
 
 // Register installs the request handler on control.
-func (s *Server) Register(control *wire.Control) {
+func (s *ManifestServer) Register(control *wire.Control) {
 	control.Handle(wire.KindManifestRequest, s.answer)
 }
 
-func (s *Server) answer(ctx context.Context, env wire.Envelope, _ []byte) error {
+func (s *ManifestServer) answer(ctx context.Context, env wire.Envelope, _ []byte) error {
 	var req wire.ManifestRequest
 	dec := json.NewDecoder(bytes.NewReader(env.Body))
 	dec.DisallowUnknownFields()
@@ -117,7 +117,7 @@ func (s *Server) answer(ctx context.Context, env wire.Envelope, _ []byte) error 
 }
 
 // closes returns this origin's close-the-books floors.
-func (s *Server) closes(ctx context.Context) ([]wire.StreamClose, error) {
+func (s *ManifestServer) closes(ctx context.Context) ([]wire.StreamClose, error) {
 	rows, err := s.Pool.Query(ctx, "select tenant, stream_id, below_version from streamseal.stream_closes order by 1, 2")
 	if err != nil {
 		return nil, fmt.Errorf("stream closes: %w", err)
@@ -126,7 +126,7 @@ func (s *Server) closes(ctx context.Context) ([]wire.StreamClose, error) {
 }
 
 // granted returns the event types requester may receive (isolation: digests only for those).
-func (s *Server) granted(ctx context.Context, requester string) (map[string]bool, error) {
+func (s *ManifestServer) granted(ctx context.Context, requester string) (map[string]bool, error) {
 	rows, err := s.Pool.Query(ctx, "select event_type from streamseal.grants where service = $1", requester)
 	if err != nil {
 		return nil, err
@@ -139,7 +139,7 @@ func (s *Server) granted(ctx context.Context, requester string) (map[string]bool
 	return out, err
 }
 
-func (s *Server) typeLevel(ctx context.Context, req wire.ManifestRequest, granted map[string]bool) ([]wire.ManifestDigest, int64, error) {
+func (s *ManifestServer) typeLevel(ctx context.Context, req wire.ManifestRequest, granted map[string]bool) ([]wire.ManifestDigest, int64, error) {
 	rows, err := s.Pool.Query(ctx, "select tenant, event_type, x0, x1, n, watermark from streamseal.type_digests($1, $2, $3)",
 		s.Service, req.From, req.To)
 	if err != nil {
@@ -163,7 +163,7 @@ func (s *Server) typeLevel(ctx context.Context, req wire.ManifestRequest, grante
 	return out, watermark, rows.Err()
 }
 
-func (s *Server) streamLevel(ctx context.Context, req wire.ManifestRequest, granted map[string]bool, limit int) ([]wire.ManifestDigest, int64, string, error) {
+func (s *ManifestServer) streamLevel(ctx context.Context, req wire.ManifestRequest, granted map[string]bool, limit int) ([]wire.ManifestDigest, int64, string, error) {
 	var types []string
 	for _, t := range req.Types {
 		if granted[t] {
