@@ -60,7 +60,7 @@ func (s *ManifestServer) answer(ctx context.Context, env wire.Envelope, _ []byte
 	defer s.build.Unlock()
 	limit := s.MaxDigests
 	if limit <= 0 {
-		limit = 500
+		limit = MaxDigestsDefault
 	}
 	if req.MaxDigests > 0 && req.MaxDigests < limit {
 		limit = req.MaxDigests

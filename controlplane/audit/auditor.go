@@ -42,21 +42,30 @@ type Limits struct {
 	AnswerTimeout     time.Duration // how long to wait for an origin's answer (default 30s)
 }
 
+// Defaults of Limits, used where a field is left zero.
+const (
+	MaxDrillDownTypesDefault = 10
+	MaxPagesDefault          = 10
+	MaxDigestsDefault        = 500
+	MaxRequestsDefault       = 25
+	AnswerTimeoutDefault     = 30 * time.Second
+)
+
 func (l Limits) withDefaults() Limits {
 	if l.MaxDrillDownTypes <= 0 {
-		l.MaxDrillDownTypes = 10
+		l.MaxDrillDownTypes = MaxDrillDownTypesDefault
 	}
 	if l.MaxPages <= 0 {
-		l.MaxPages = 10
+		l.MaxPages = MaxPagesDefault
 	}
 	if l.MaxDigests <= 0 {
-		l.MaxDigests = 500
+		l.MaxDigests = MaxDigestsDefault
 	}
 	if l.MaxRequests <= 0 {
-		l.MaxRequests = 25
+		l.MaxRequests = MaxRequestsDefault
 	}
 	if l.AnswerTimeout <= 0 {
-		l.AnswerTimeout = 30 * time.Second
+		l.AnswerTimeout = AnswerTimeoutDefault
 	}
 	return l
 }

@@ -52,10 +52,13 @@ func (in *Inbox) Counts() Counts {
 	return Counts{in.received.Load(), in.stored.Load(), in.suppressed.Load(), in.rejected.Load()}
 }
 
+// BatchDefault caps the messages an Inbox fetches and ingests per transaction when Batch is zero.
+const BatchDefault = 500
+
 // Run consumes until ctx ends. With no subscriptions it returns at once: nothing to consume.
 func (in *Inbox) Run(ctx context.Context) error {
 	if in.Batch <= 0 {
-		in.Batch = 500
+		in.Batch = BatchDefault
 	}
 	if in.Logger == nil {
 		in.Logger = slog.Default()

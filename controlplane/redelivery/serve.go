@@ -35,8 +35,17 @@ type Limits struct {
 	MaxBundleBytes      int // payload bytes per bundle; a larger single event ships alone (default 192000)
 }
 
+// Defaults of Limits (the proposal's pump options), used where a field is left zero.
+const (
+	MaxEventsPerRequestDefault = 10000
+	PageSizeDefault            = 500
+	MaxBundleEventsDefault     = 500
+	MaxBundleBytesDefault      = 192000
+)
+
 // DefaultLimits are the production defaults.
-var DefaultLimits = Limits{MaxEventsPerRequest: 10000, PageSize: 500, MaxBundleEvents: 500, MaxBundleBytes: 192000}
+var DefaultLimits = Limits{MaxEventsPerRequest: MaxEventsPerRequestDefault, PageSize: PageSizeDefault,
+	MaxBundleEvents: MaxBundleEventsDefault, MaxBundleBytes: MaxBundleBytesDefault}
 
 // Server serves redelivery requests for one service.
 type Server struct {

@@ -41,12 +41,18 @@ type Relay struct {
 	Metrics     *metrics.Instruments // nil: not measured
 }
 
+// Defaults of a Relay's tunables, used where a field is left zero.
+const (
+	BatchDefault        = 500         // events read and published per batch
+	PollIntervalDefault = time.Second // failsafe wake-up when no notification arrives
+)
+
 func (r *Relay) defaults() {
 	if r.Batch <= 0 {
-		r.Batch = 500
+		r.Batch = BatchDefault
 	}
 	if r.PollInterval <= 0 {
-		r.PollInterval = time.Second
+		r.PollInterval = PollIntervalDefault
 	}
 	if r.Logger == nil {
 		r.Logger = slog.Default()

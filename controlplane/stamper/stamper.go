@@ -42,18 +42,26 @@ type Loop struct {
 	Metrics *metrics.Instruments // nil: not measured
 }
 
+// Defaults of a Loop's tunables, used where a field is left zero.
+const (
+	BatchSizeDefault    = 10000                // events one stamp() call numbers at most
+	PollIntervalDefault = time.Second          // failsafe wake-up for a lost notification
+	RetryDelayDefault   = time.Second          // wait after a failed stamp() call
+	CoalesceDefault     = 5 * time.Millisecond // gathering window for a burst of small commits
+)
+
 func (l *Loop) defaults() {
 	if l.BatchSize <= 0 {
-		l.BatchSize = 10000
+		l.BatchSize = BatchSizeDefault
 	}
 	if l.PollInterval <= 0 {
-		l.PollInterval = time.Second
+		l.PollInterval = PollIntervalDefault
 	}
 	if l.RetryDelay <= 0 {
-		l.RetryDelay = time.Second
+		l.RetryDelay = RetryDelayDefault
 	}
 	if l.Coalesce == 0 {
-		l.Coalesce = 5 * time.Millisecond
+		l.Coalesce = CoalesceDefault
 	}
 	if l.Logger == nil {
 		l.Logger = slog.Default()

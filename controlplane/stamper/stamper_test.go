@@ -44,14 +44,14 @@ func event(stream string, version int64) store.NewEvent {
 		EventType: "order.placed", Payload: []byte(`{"v":` + strconv.FormatInt(version, 10) + `}`)}
 }
 
-func appendEvents(t *testing.T, db store.DB, events ...store.NewEvent) {
+func appendEvents(t *testing.T, db store.Querier, events ...store.NewEvent) {
 	t.Helper()
 	if _, err := store.Append(context.Background(), db, events); err != nil {
 		t.Fatal(err)
 	}
 }
 
-func originSeq(t *testing.T, db store.DB, id uuid.UUID) int64 {
+func originSeq(t *testing.T, db store.Querier, id uuid.UUID) int64 {
 	t.Helper()
 	var seq *int64
 	if err := db.QueryRow(context.Background(), "select origin_seq from streamseal.events where event_id = $1", id).Scan(&seq); err != nil {
@@ -65,7 +65,7 @@ func originSeq(t *testing.T, db store.DB, id uuid.UUID) int64 {
 
 // requireDenseLane checks that the own lane is numbered 1..n exactly once each and type_seq is
 // 1..k per (tenant, event_type): no number skipped, none reused.
-func requireDenseLane(t *testing.T, db store.DB, n int) {
+func requireDenseLane(t *testing.T, db store.Querier, n int) {
 	t.Helper()
 	rows, err := db.Query(context.Background(), `
 		select origin_seq from streamseal.events

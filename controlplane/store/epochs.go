@@ -21,7 +21,7 @@ type TypeAnswer struct {
 
 // TypeDigests answers lane's window [from, to) (streamseal.type_digests). settle applies to
 // received lanes: rows stored within it lie beyond the watermark.
-func TypeDigests(ctx context.Context, db DB, lane string, from, to int64, settle time.Duration) (TypeAnswer, error) {
+func TypeDigests(ctx context.Context, db Querier, lane string, from, to int64, settle time.Duration) (TypeAnswer, error) {
 	var answer TypeAnswer
 	rows, err := db.Query(ctx, `
 		select tenant, event_type, x0, x1, n, watermark
@@ -65,7 +65,7 @@ type EpochOptions struct {
 }
 
 // CloseEpochs seals settled epochs (streamseal.close_epochs).
-func CloseEpochs(ctx context.Context, db DB, o EpochOptions) ([]ClosedEpoch, error) {
+func CloseEpochs(ctx context.Context, db Querier, o EpochOptions) ([]ClosedEpoch, error) {
 	if o.MaxEpochs == 0 {
 		o.MaxEpochs = 100
 	}
@@ -101,7 +101,7 @@ type EpochCheck struct {
 }
 
 // VerifyDigestEpochs re-checks up to max closed epochs, resuming where the last call stopped.
-func VerifyDigestEpochs(ctx context.Context, db DB, max int) ([]EpochCheck, error) {
+func VerifyDigestEpochs(ctx context.Context, db Querier, max int) ([]EpochCheck, error) {
 	rows, err := db.Query(ctx, `select origin, checked, drifted, prefix_healed from streamseal.verify_digest_epochs($1)`, max)
 	if err != nil {
 		return nil, classify("verify digest epochs", err)

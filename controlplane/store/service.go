@@ -1,0 +1,22 @@
+// service.go: the service this database belongs to (streamseal.set_service_name, service_name).
+
+package store
+
+import "context"
+
+// SetServiceName names this database's service; the same name again is a no-op.
+func SetServiceName(ctx context.Context, db Querier, name string) error {
+	if _, err := db.Exec(ctx, "select streamseal.set_service_name($1)", name); err != nil {
+		return classify("set service name", err)
+	}
+	return nil
+}
+
+// ServiceName returns this database's service name.
+func ServiceName(ctx context.Context, db Querier) (string, error) {
+	var name string
+	if err := db.QueryRow(ctx, "select streamseal.service_name()").Scan(&name); err != nil {
+		return "", classify("read service name", err)
+	}
+	return name, nil
+}
