@@ -1,8 +1,8 @@
 -- The repair ledger on the consumer (DESIGN.md "Ledger", invariant 9): what the audit job
 -- reported and asked about each divergent bucket, so an unchanged divergence is not re-reported
 -- every cycle, repair requests back off, and a restart or a second replica repeats nothing. The
--- audit job calls ledger_observe with a comparison's differing buckets and ledger_heal with the
--- ledgered buckets that now match; the maintenance job reads ledger_backlog for the gauges.
+-- audit job calls ledger_observe with a comparison's differing buckets and ledger_heal_matched
+-- with the comparison, which heals the ledgered buckets that now match (through ledger_heal); the maintenance job reads ledger_backlog for the gauges.
 --
 -- Buckets travel as a JSON array of objects whose keys are the column names of
 -- compare_stream_digests, so a comparison feeds the ledger unchanged:
@@ -358,6 +358,59 @@ begin
     select h.tenant, h.event_type, h.stream_id, h.heal_age
     from healed h
     order by h.tenant, h.event_type, h.stream_id;
+end
+$$;
+
+-- ledger_heal_matched heals what a comparison proved: every ledgered bucket of origin whose
+-- event type is one of event_types, whose stream lies in (after_stream, through_stream] (either
+-- bound null: open), and that compared — the comparison's divergent buckets, the JSON shape of
+-- the header, skipped ones included because they are still in flight — does not name. The audit
+-- calls it after each stream page (the page's range) and, with '[]' and no range, after a window
+-- matched whole at type level (every stream of those types matches). This is the rule "which
+-- buckets count as healed", kept here once; ledger_heal does the deleting.
+create function streamseal.ledger_heal_matched(origin text, event_types text[], compared jsonb,
+                                               after_stream text default null, through_stream text default null,
+                                               now_at timestamptz default pg_catalog.now())
+returns table (tenant text, event_type text, stream_id text, heal_age interval)
+language plpgsql
+volatile
+set search_path = ''
+as $$
+declare
+    cleared jsonb;
+begin
+    -- GUARD: the comparison and the compared types are checked before anything is read.
+    if ledger_heal_matched.event_types is null then
+        raise exception 'ledger_heal_matched: event_types must be an array of the compared event types, got null'
+            using errcode = '22023';
+    end if;
+    if ledger_heal_matched.compared is null or pg_catalog.jsonb_typeof(ledger_heal_matched.compared) <> 'array' then
+        raise exception 'ledger_heal_matched: compared must be a JSON array of the comparison''s divergent buckets, got %',
+            coalesce(pg_catalog.jsonb_typeof(ledger_heal_matched.compared), 'null')
+            using errcode = '22023';
+    end if;
+    perform streamseal._require_other_origin('ledger_heal_matched', ledger_heal_matched.origin,
+        'the ledger tracks copies of other origins'' lanes');
+
+    -- Read the ledger under the lock ledger_heal takes too, so a concurrent observe by another
+    -- replica cannot slip a fresh sighting between this read and the delete.
+    perform pg_catalog.pg_advisory_xact_lock(streamseal._ledger_lock_key(ledger_heal_matched.origin));
+    select coalesce(pg_catalog.jsonb_agg(pg_catalog.jsonb_build_object(
+               'tenant', l.tenant, 'event_type', l.event_type, 'stream_id', l.stream_id)), '[]')
+    into cleared
+    from streamseal.repair_ledger l
+    where l.origin = ledger_heal_matched.origin
+      and l.event_type = any (ledger_heal_matched.event_types)
+      and (ledger_heal_matched.after_stream is null or l.stream_id > ledger_heal_matched.after_stream)
+      and (ledger_heal_matched.through_stream is null or l.stream_id <= ledger_heal_matched.through_stream)
+      and not exists (
+          select 1
+          from pg_catalog.jsonb_to_recordset(ledger_heal_matched.compared) as d(stream_id text, tenant text, event_type text)
+          where d.stream_id = l.stream_id and d.tenant = l.tenant and d.event_type = l.event_type);
+
+    return query
+    select h.tenant, h.event_type, h.stream_id, h.heal_age
+    from streamseal.ledger_heal(ledger_heal_matched.origin, cleared, ledger_heal_matched.now_at) h;
 end
 $$;
 
