@@ -2,7 +2,8 @@
 -- reported and asked about each divergent bucket, so an unchanged divergence is not re-reported
 -- every cycle, repair requests back off, and a restart or a second replica repeats nothing. The
 -- audit job calls ledger_observe with a comparison's differing buckets and ledger_heal_matched
--- with the comparison, which heals the ledgered buckets that now match (through ledger_heal); the maintenance job reads ledger_backlog for the gauges.
+-- with the comparison, which heals the ledgered buckets that now match (through ledger_heal);
+-- the maintenance job reads ledger_backlog for the gauges.
 --
 -- Buckets travel as a JSON array of objects whose keys are the column names of
 -- compare_stream_digests, so a comparison feeds the ledger unchanged:
