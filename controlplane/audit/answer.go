@@ -16,11 +16,11 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/streamseal/streamseal/controlplane/metrics"
+	"github.com/streamseal/streamseal/controlplane/store"
 	"github.com/streamseal/streamseal/controlplane/wire"
 )
 
@@ -65,8 +65,8 @@ func (s *ManifestServer) answer(ctx context.Context, env wire.Envelope, _ []byte
 	if req.MaxDigests > 0 && req.MaxDigests < limit {
 		limit = req.MaxDigests
 	}
-	var generation int64
-	if err := s.Pool.QueryRow(ctx, "select streamseal.origin_generation()").Scan(&generation); err != nil {
+	generation, err := store.OriginGeneration(ctx, s.Pool)
+	if err != nil {
 		return err
 	}
 	granted, err := s.granted(ctx, env.From)
@@ -118,49 +118,42 @@ func (s *ManifestServer) answer(ctx context.Context, env wire.Envelope, _ []byte
 
 // closes returns this origin's close-the-books floors.
 func (s *ManifestServer) closes(ctx context.Context) ([]wire.StreamClose, error) {
-	rows, err := s.Pool.Query(ctx, "select tenant, stream_id, below_version from streamseal.stream_closes order by 1, 2")
+	floors, err := store.StreamCloses(ctx, s.Pool)
 	if err != nil {
-		return nil, fmt.Errorf("stream closes: %w", err)
+		return nil, err
 	}
-	return pgx.CollectRows(rows, pgx.RowToStructByPos[wire.StreamClose])
+	var out []wire.StreamClose
+	for _, f := range floors {
+		out = append(out, wire.StreamClose{Tenant: f.Tenant, StreamID: f.StreamID, BelowVersion: f.BelowVersion})
+	}
+	return out, nil
 }
 
 // granted returns the event types requester may receive (isolation: digests only for those).
 func (s *ManifestServer) granted(ctx context.Context, requester string) (map[string]bool, error) {
-	rows, err := s.Pool.Query(ctx, "select event_type from streamseal.grants where service = $1", requester)
+	types, err := store.GrantedTypes(ctx, s.Pool, requester)
 	if err != nil {
 		return nil, err
 	}
-	types, err := pgx.CollectRows(rows, pgx.RowTo[string])
 	out := map[string]bool{}
 	for _, t := range types {
 		out[t] = true
 	}
-	return out, err
+	return out, nil
 }
 
 func (s *ManifestServer) typeLevel(ctx context.Context, req wire.ManifestRequest, granted map[string]bool) ([]wire.ManifestDigest, int64, error) {
-	rows, err := s.Pool.Query(ctx, "select tenant, event_type, x0, x1, n, watermark from streamseal.type_digests($1, $2, $3)",
-		s.Service, req.From, req.To)
+	answer, err := store.TypeDigests(ctx, s.Pool, s.Service, req.From, req.To, 0)
 	if err != nil {
-		return nil, 0, fmt.Errorf("type digests: %w", err)
+		return nil, 0, err
 	}
-	defer rows.Close()
 	var out []wire.ManifestDigest
-	var watermark int64
-	for rows.Next() {
-		var tenant, eventType *string
-		var d wire.ManifestDigest
-		if err := rows.Scan(&tenant, &eventType, &d.X0, &d.X1, &d.N, &watermark); err != nil {
-			return nil, 0, err
+	for _, d := range answer.Digests {
+		if granted[d.EventType] {
+			out = append(out, wire.ManifestDigest{Tenant: d.Tenant, Type: d.EventType, X0: d.X0, X1: d.X1, N: d.N})
 		}
-		if eventType == nil || !granted[*eventType] {
-			continue
-		}
-		d.Tenant, d.Type = *tenant, *eventType
-		out = append(out, d)
 	}
-	return out, watermark, rows.Err()
+	return out, answer.Watermark, nil
 }
 
 func (s *ManifestServer) streamLevel(ctx context.Context, req wire.ManifestRequest, granted map[string]bool, limit int) ([]wire.ManifestDigest, int64, string, error) {
@@ -170,37 +163,16 @@ func (s *ManifestServer) streamLevel(ctx context.Context, req wire.ManifestReque
 			types = append(types, t)
 		}
 	}
-	var after *string
-	if req.AfterStream != "" {
-		after = &req.AfterStream
-	}
-	rows, err := s.Pool.Query(ctx, `
-		select stream_id, tenant, event_type, x0, x1, n, watermark, resume_after
-		from streamseal.stream_digests_page($1, $2, $3, $4, $5, $6)`, s.Service, types, req.From, req.To, after, limit)
+	page, err := store.StreamDigestsPage(ctx, s.Pool, s.Service, types, req.From, req.To, req.AfterStream, limit)
 	if err != nil {
-		return nil, 0, "", fmt.Errorf("stream digests page: %w", err)
-	}
-	defer rows.Close()
-	var out []wire.ManifestDigest
-	var watermark int64
-	var resume string
-	for rows.Next() {
-		var stream, tenant, eventType, resumeAfter *string
-		var d wire.ManifestDigest
-		if err := rows.Scan(&stream, &tenant, &eventType, &d.X0, &d.X1, &d.N, &watermark, &resumeAfter); err != nil {
-			return nil, 0, "", err
-		}
-		if resumeAfter != nil {
-			resume = *resumeAfter
-		}
-		if stream == nil {
-			continue
-		}
-		d.Stream, d.Tenant, d.Type = *stream, *tenant, *eventType
-		out = append(out, d)
+		return nil, 0, "", err
 	}
 	if len(types) == 0 {
-		out, resume = nil, ""
+		return nil, page.Watermark, "", nil
 	}
-	return out, watermark, resume, rows.Err()
+	var out []wire.ManifestDigest
+	for _, d := range page.Digests {
+		out = append(out, wire.ManifestDigest{Stream: d.StreamID, Tenant: d.Tenant, Type: d.EventType, X0: d.X0, X1: d.X1, N: d.N})
+	}
+	return out, page.Watermark, page.ResumeAfter, nil
 }

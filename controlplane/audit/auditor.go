@@ -23,13 +23,13 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/streamseal/streamseal/controlplane/config"
 	"github.com/streamseal/streamseal/controlplane/metrics"
+	"github.com/streamseal/streamseal/controlplane/store"
 	"github.com/streamseal/streamseal/controlplane/wire"
 )
 
@@ -176,54 +176,42 @@ func (a *Auditor) Run(ctx context.Context, scope Scope) ([]Finding, error) {
 	}
 	defer a.running.Unlock()
 	a.Limits = a.Limits.withDefaults()
-	rows, err := a.Pool.Query(ctx, "select origin, control_subject, coalesce(generation, 0) from streamseal.known_origins order by origin")
-	if err != nil {
-		return nil, fmt.Errorf("known origins: %w", err)
-	}
-	type origin struct {
-		name, control string
-		generation    int64
-	}
-	origins, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (origin, error) {
-		var o origin
-		err := r.Scan(&o.name, &o.control, &o.generation)
-		return o, err
-	})
+	origins, err := store.OriginsKnown(ctx, a.Pool)
 	if err != nil {
 		return nil, err
 	}
 	var out []Finding
 	for _, o := range origins {
-		if scope.Origin != "" && o.name != scope.Origin {
+		if scope.Origin != "" && o.Name != scope.Origin {
 			continue
 		}
-		f, err := a.auditOrigin(ctx, o.name, o.control, o.generation, scope.Full)
+		f, err := a.auditOrigin(ctx, o, scope.Full)
 		if err != nil {
-			return out, fmt.Errorf("audit of %s: %w", o.name, err)
+			return out, fmt.Errorf("audit of %s: %w", o.Name, err)
 		}
 		out = append(out, f)
 	}
 	return out, nil
 }
 
-func (a *Auditor) auditOrigin(ctx context.Context, origin, control string, generation int64, full bool) (Finding, error) {
+func (a *Auditor) auditOrigin(ctx context.Context, o store.KnownOrigin, full bool) (Finding, error) {
+	origin, control := o.Name, o.Control
 	f := Finding{Origin: origin}
-	var guard string
-	if err := a.Pool.QueryRow(ctx, "select streamseal.seal_generation_guard($1, $2)", origin, generation).Scan(&guard); err != nil {
+	guard, err := store.SealGenerationGuard(ctx, a.Pool, origin, o.Generation)
+	if err != nil {
 		return f, err
 	}
-	if guard == "skip" {
+	if guard == store.SealSkip {
 		f.Skipped = "the origin's generation changed: seal reset, this round skipped"
-		a.Logger.Warn("audit: origin generation changed; seal reset, round skipped", "origin", origin, "generation", generation)
+		a.Logger.Warn("audit: origin generation changed; seal reset, round skipped", "origin", origin, "generation", o.Generation)
 		return f, nil
 	}
-	if err := a.Pool.QueryRow(ctx, "select coalesce((select sealed_through from streamseal.seals where origin = $1), 0)", origin).Scan(&f.From); err != nil {
-		return f, err
+	if !full {
+		if f.From, err = store.SealedThrough(ctx, a.Pool, origin); err != nil {
+			return f, err
+		}
 	}
-	if full {
-		f.From = 0
-	}
-	consumed, err := a.consumedTypes(ctx, origin)
+	consumed, err := store.SubscribedTypes(ctx, a.Pool, origin)
 	if err != nil {
 		return f, err
 	}
@@ -232,15 +220,8 @@ func (a *Auditor) auditOrigin(ctx context.Context, origin, control string, gener
 		return f, err
 	}
 	f.To = answers[0].Watermark
-	if len(answers[0].Closes) > 0 {
-		closes, _ := json.Marshal(answers[0].Closes)
-		var removed int64
-		if err := a.Pool.QueryRow(ctx, "select streamseal.apply_stream_closes($1, $2::jsonb)", origin, closes).Scan(&removed); err != nil {
-			return f, fmt.Errorf("apply stream closes: %w", err)
-		}
-		if removed > 0 {
-			a.Logger.Info("audit: applied the origin's closed history to our copies", "origin", origin, "copies_removed", removed)
-		}
+	if err := a.applyCloses(ctx, origin, answers[0].Closes); err != nil {
+		return f, err
 	}
 	var typeDigests []wire.ManifestDigest
 	for _, ans := range answers {
@@ -252,12 +233,12 @@ func (a *Auditor) auditOrigin(ctx context.Context, origin, control string, gener
 	}
 	if len(mismatched) == 0 {
 		if len(answers) == 1 {
-			if err := a.Pool.QueryRow(ctx, "select streamseal.advance_seal($1, $2)", origin, f.To).Scan(&f.SealedThrough); err != nil {
+			if f.SealedThrough, err = store.SealAdvance(ctx, a.Pool, origin, f.To); err != nil {
 				return f, err
 			}
 			f.Sealed = true
 		}
-		return f, a.healMatched(ctx, origin, consumed)
+		return f, a.heal(ctx, a.Pool, origin, consumed, nil, "", "")
 	}
 	if len(mismatched) > a.Limits.MaxDrillDownTypes {
 		mismatched = mismatched[:a.Limits.MaxDrillDownTypes]
@@ -271,12 +252,24 @@ func (a *Auditor) auditOrigin(ctx context.Context, origin, control string, gener
 	return f, err
 }
 
-func (a *Auditor) consumedTypes(ctx context.Context, origin string) ([]string, error) {
-	rows, err := a.Pool.Query(ctx, "select distinct event_type from streamseal.subscriptions where origin in ($1, '*') order by 1", origin)
-	if err != nil {
-		return nil, err
+// applyCloses applies the origin's close-the-books floors to this store's copies, so closed
+// history is not read as loss.
+func (a *Auditor) applyCloses(ctx context.Context, origin string, closes []wire.StreamClose) error {
+	if len(closes) == 0 {
+		return nil
 	}
-	return pgx.CollectRows(rows, pgx.RowTo[string])
+	floors := make([]store.StreamClose, len(closes))
+	for i, c := range closes {
+		floors[i] = store.StreamClose{Tenant: c.Tenant, StreamID: c.StreamID, BelowVersion: c.BelowVersion}
+	}
+	removed, err := store.StreamClosesApply(ctx, a.Pool, origin, floors)
+	if err != nil {
+		return err
+	}
+	if removed > 0 {
+		a.Logger.Info("audit: applied the origin's closed history to our copies", "origin", origin, "copies_removed", removed)
+	}
+	return nil
 }
 
 // ask sends a manifest request and collects every chunk of its answer.
@@ -324,14 +317,11 @@ func (a *Auditor) ask(ctx context.Context, origin, control string, req wire.Mani
 // compareTypes returns the event types whose type-level digests differ (any reason).
 func (a *Auditor) compareTypes(ctx context.Context, origin string, from, to int64, digests []wire.ManifestDigest, consumed []string) ([]string, error) {
 	started := time.Now()
-	tenants, types, x0s, x1s, ns := columns(digests)
-	rows, err := a.Pool.Query(ctx, `
-		select distinct event_type from streamseal.compare_type_digests($1, $2, $3, $4, $5, $6, $7, $8, $9, make_interval(secs => $10))
-		order by 1`, origin, from, to, tenants, types, x0s, x1s, ns, consumed, a.Config.SettleWindow.Seconds())
-	if err != nil {
-		return nil, fmt.Errorf("compare type digests: %w", err)
+	c := store.TypeComparison{Origin: origin, From: from, To: to, Consumed: consumed, Settle: a.Config.SettleWindow}
+	for _, d := range digests {
+		c.Digests = append(c.Digests, store.TypeDigest{Tenant: d.Tenant, EventType: d.Type, X0: d.X0, X1: d.X1, N: d.N})
 	}
-	mismatched, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	mismatched, err := store.TypeDigestsCompare(ctx, a.Pool, c)
 	if err == nil {
 		a.Metrics.ManifestCompared(wire.LevelTypes, time.Since(started))
 	}
@@ -339,9 +329,9 @@ func (a *Auditor) compareTypes(ctx context.Context, origin string, from, to int6
 }
 
 // drillDown walks stream-level pages of the mismatched types and returns the divergent buckets.
-func (a *Auditor) drillDown(ctx context.Context, origin, control string, from, to int64, types []string, total int64) ([]Bucket, []decision, error) {
+func (a *Auditor) drillDown(ctx context.Context, origin, control string, from, to int64, types []string, total int64) ([]Bucket, []store.LedgerDecision, error) {
 	var out []Bucket
-	var decided []decision
+	var decided []store.LedgerDecision
 	var done int64
 	after := ""
 	a.Metrics.DrillDown(origin)
@@ -377,106 +367,59 @@ func (a *Auditor) drillDown(ctx context.Context, origin, control string, from, t
 }
 
 // compareStreams compares one stream-level page, feeds its divergent buckets to the ledger and
-// heals the ledgered buckets of the page's range that now match, in one statement per step.
-func (a *Auditor) compareStreams(ctx context.Context, origin string, from, to int64, types []string, digests []wire.ManifestDigest, after, through string) ([]Bucket, []decision, error) {
+// heals the ledgered buckets of the page's range that now match, in one transaction.
+func (a *Auditor) compareStreams(ctx context.Context, origin string, from, to int64, types []string, digests []wire.ManifestDigest, after, through string) ([]Bucket, []store.LedgerDecision, error) {
 	started := time.Now()
-	// One row per origin bucket, then one marker row per drilled type (null stream and tenant):
-	// a type with no bucket on this page is still compared, so this store's extras of it in the
-	// page's range are found (and its ledger rows are not healed unseen).
-	var streams, tenants []*string
-	var eventTypes []string
-	var x0s, x1s, ns []*int64
+	c := store.StreamComparison{Origin: origin, From: from, To: to, Types: types, Settle: a.Config.SettleWindow, After: after, Through: through}
 	for _, d := range digests {
-		d := d
-		streams, tenants, eventTypes = append(streams, &d.Stream), append(tenants, &d.Tenant), append(eventTypes, d.Type)
-		x0s, x1s, ns = append(x0s, &d.X0), append(x1s, &d.X1), append(ns, &d.N)
-	}
-	for _, t := range types {
-		streams, tenants, eventTypes = append(streams, nil), append(tenants, nil), append(eventTypes, t)
-		x0s, x1s, ns = append(x0s, nil), append(x1s, nil), append(ns, nil)
+		c.Digests = append(c.Digests, store.StreamDigest{StreamID: d.Stream, Tenant: d.Tenant, EventType: d.Type, X0: d.X0, X1: d.X1, N: d.N})
 	}
 	tx, err := a.Pool.Begin(ctx)
 	if err != nil {
 		return nil, nil, err
 	}
 	defer tx.Rollback(ctx)
-	rows, err := tx.Query(ctx, `
-		select stream_id, tenant, event_type, local_x0, local_x1, local_n, origin_x0, origin_x1, origin_n, reason, skipped
-		from streamseal.compare_stream_digests($1, $2, $3, $4, $5, $6, $7, $8, $9, make_interval(secs => $10), $11, $12)
-		where event_type = any($13)`,
-		origin, from, to, streams, tenants, eventTypes, x0s, x1s, ns, a.Config.SettleWindow.Seconds(), nilIfEmpty(after), nilIfEmpty(through), types)
-	if err != nil {
-		return nil, nil, fmt.Errorf("compare stream digests: %w", err)
-	}
-	type diff struct {
-		Stream    string `json:"stream_id"`
-		Tenant    string `json:"tenant"`
-		EventType string `json:"event_type"`
-		LocalX0   int64  `json:"local_x0"`
-		LocalX1   int64  `json:"local_x1"`
-		LocalN    int64  `json:"local_n"`
-		OriginX0  int64  `json:"origin_x0"`
-		OriginX1  int64  `json:"origin_x1"`
-		OriginN   int64  `json:"origin_n"`
-		Reason    string `json:"reason"`
-		Skipped   bool   `json:"skipped"`
-	}
-	diffs, err := pgx.CollectRows(rows, pgx.RowToStructByPos[diff])
+	diffs, err := store.StreamDigestsCompare(ctx, tx, c)
 	if err != nil {
 		return nil, nil, err
 	}
-	var buckets []Bucket
-	for _, d := range diffs {
-		if !d.Skipped {
-			buckets = append(buckets, Bucket{Stream: d.Stream, Tenant: d.Tenant, Type: d.EventType, Reason: d.Reason, LocalN: d.LocalN, OriginN: d.OriginN})
-		}
-	}
-	diffJSON, _ := json.Marshal(diffs)
-	var decisions []decision
+	var decisions []store.LedgerDecision
 	if len(diffs) > 0 {
-		drows, err := tx.Query(ctx, `
-			select tenant, event_type, stream_id, reason, report, request, attempts, settled
-			from streamseal.ledger_observe($1, $2::jsonb, make_interval(secs => $3), make_interval(secs => $4), $5, $6)`,
-			origin, diffJSON, a.Config.DivergenceReportCooldown.Seconds(), a.Config.RepairRetryAfter.Seconds(),
-			a.Config.MaxRepairAttemptsPerBucket, a.now())
-		if err != nil {
-			return nil, nil, fmt.Errorf("ledger observe: %w", err)
-		}
-		decisions, err = pgx.CollectRows(drows, func(r pgx.CollectableRow) (decision, error) {
-			var d decision
-			err := r.Scan(&d.tenant, &d.eventType, &d.stream, &d.reason, &d.report, &d.request, &d.attempts, &d.settled)
-			return d, err
-		})
-		if err != nil {
+		if decisions, err = store.LedgerObserve(ctx, tx, origin, diffs, a.ledgerPolicy(), a.now()); err != nil {
 			return nil, nil, err
 		}
 	}
 	// Ledgered buckets of this page's types and stream range that the comparison no longer
 	// returned have healed (a skipped one is still in flight: not healed).
-	healed, err := tx.Query(ctx, `
-		select tenant, event_type, stream_id, extract(epoch from heal_age)
-		from streamseal.ledger_heal($1, (
-			select coalesce(jsonb_agg(jsonb_build_object('tenant', l.tenant, 'event_type', l.event_type, 'stream_id', l.stream_id)), '[]')
-			from streamseal.repair_ledger l
-			where l.origin = $1 and l.event_type = any($2)
-			  and ($3::text is null or l.stream_id > $3) and ($4::text is null or l.stream_id <= $4)
-			  and not exists (select 1 from jsonb_to_recordset($5::jsonb) as d(stream_id text, tenant text, event_type text)
-			                  where d.stream_id = l.stream_id and d.tenant = l.tenant and d.event_type = l.event_type)), $6)`,
-		origin, types, nilIfEmpty(after), nilIfEmpty(through), diffJSON, a.now())
-	if err != nil {
-		return nil, nil, fmt.Errorf("ledger heal: %w", err)
-	}
-	if err := a.recordHeals(origin, healed); err != nil {
+	if err := a.heal(ctx, tx, origin, types, diffs, after, through); err != nil {
 		return nil, nil, err
 	}
 	if err := tx.Commit(ctx); err != nil {
 		return nil, nil, err
 	}
+	buckets := judged(diffs)
 	for _, b := range buckets {
 		a.Metrics.Divergence(origin, b.Type, b.Reason)
 	}
 	a.Metrics.ManifestCompared(wire.LevelStreams, time.Since(started))
 	return buckets, decisions, nil
+}
+
+// judged returns the divergent buckets a comparison judged (the skipped ones are in flight).
+func judged(diffs []store.BucketDiff) []Bucket {
+	var out []Bucket
+	for _, d := range diffs {
+		if !d.Skipped {
+			out = append(out, Bucket{Stream: d.StreamID, Tenant: d.Tenant, Type: d.EventType, Reason: d.Reason, LocalN: d.LocalN, OriginN: d.OriginN})
+		}
+	}
+	return out
+}
+
+// ledgerPolicy is the ledger's storm bounds from the configuration.
+func (a *Auditor) ledgerPolicy() store.LedgerPolicy {
+	return store.LedgerPolicy{Cooldown: a.Config.DivergenceReportCooldown, BackoffBase: a.Config.RepairRetryAfter,
+		MaxAttempts: a.Config.MaxRepairAttemptsPerBucket}
 }
 
 func (a *Auditor) now() time.Time {
@@ -488,24 +431,24 @@ func (a *Auditor) now() time.Time {
 
 // act hands divergent buckets to the ledger and acts on its decisions: alarms for what it says
 // to report, deficit repairs batched per (tenant, type) for what it says to request, capped.
-func (a *Auditor) act(ctx context.Context, origin, control string, from, to int64, decisions []decision) (int, error) {
+func (a *Auditor) act(ctx context.Context, origin, control string, from, to int64, decisions []store.LedgerDecision) (int, error) {
 	batches := map[[2]string][]string{}
 	var keys [][2]string
 	for _, d := range decisions {
-		if d.report {
+		if d.Report {
 			level := slog.LevelWarn
-			if d.settled {
+			if d.Settled {
 				level = slog.LevelError
 			}
-			a.Logger.Log(ctx, level, "audit: divergence", "origin", origin, "tenant", d.tenant, "type", d.eventType,
-				"stream", d.stream, "reason", d.reason, "attempts", d.attempts, "budget_spent", d.settled)
+			a.Logger.Log(ctx, level, "audit: divergence", "origin", origin, "tenant", d.Tenant, "type", d.EventType,
+				"stream", d.StreamID, "reason", d.Reason, "attempts", d.Attempts, "budget_spent", d.Settled)
 		}
-		if d.request {
-			k := [2]string{d.tenant, d.eventType}
+		if d.Request {
+			k := [2]string{d.Tenant, d.EventType}
 			if _, ok := batches[k]; !ok {
 				keys = append(keys, k)
 			}
-			batches[k] = append(batches[k], d.stream)
+			batches[k] = append(batches[k], d.StreamID)
 		}
 	}
 	sent := 0
@@ -541,58 +484,30 @@ func (a *Auditor) act(ctx context.Context, origin, control string, from, to int6
 // unrequest gives back the ledger attempts of the batches the cap cut, so they go out at the next
 // audit rather than after a backoff for requests that never left.
 func (a *Auditor) unrequest(ctx context.Context, origin string, cut [][2]string, batches map[[2]string][]string) error {
-	type key struct {
-		Tenant    string `json:"tenant"`
-		EventType string `json:"event_type"`
-		Stream    string `json:"stream_id"`
-	}
-	var keys []key
+	var keys []store.BucketKey
 	for _, k := range cut {
 		for _, stream := range batches[k] {
-			keys = append(keys, key{k[0], k[1], stream})
+			keys = append(keys, store.BucketKey{Tenant: k[0], EventType: k[1], StreamID: stream})
 		}
 	}
-	body, _ := json.Marshal(keys)
-	if _, err := a.Pool.Exec(ctx, "select streamseal.ledger_unrequest($1, $2::jsonb, $3)", origin, body, a.now()); err != nil {
-		return fmt.Errorf("ledger unrequest: %w", err)
+	return store.LedgerUnrequest(ctx, a.Pool, origin, keys, a.now())
+}
+
+// heal forgets the ledgered buckets of origin's types in the stream range (after, through] that
+// diffs no longer names (SQL's rule: ledger_heal_matched), and logs and observes each heal's age
+// (first sighting to proven heal). With no diffs and no range: a window matched whole at type
+// level, so every ledgered bucket of those types heals.
+func (a *Auditor) heal(ctx context.Context, db store.Querier, origin string, types []string, diffs []store.BucketDiff, after, through string) error {
+	heals, err := store.LedgerHealMatched(ctx, db, origin, types, diffs, after, through, a.now())
+	if err != nil {
+		return err
+	}
+	for _, h := range heals {
+		a.Logger.Info("audit: divergence healed", "origin", origin, "tenant", h.Tenant, "type", h.EventType, "stream", h.StreamID,
+			"heal_seconds", h.Age.Seconds())
+		a.Metrics.BucketHealed(h.Age.Seconds())
 	}
 	return nil
-}
-
-type decision struct {
-	tenant, eventType, stream, reason string
-	report, request, settled          bool
-	attempts                          int
-}
-
-// healMatched forgets every ledgered bucket of origin's consumed types after a window matched
-// whole at type level (every stream of those types matches).
-func (a *Auditor) healMatched(ctx context.Context, origin string, types []string) error {
-	rows, err := a.Pool.Query(ctx, `
-		select tenant, event_type, stream_id, extract(epoch from heal_age)
-		from streamseal.ledger_heal($1, (
-			select coalesce(jsonb_agg(jsonb_build_object('tenant', l.tenant, 'event_type', l.event_type, 'stream_id', l.stream_id)), '[]')
-			from streamseal.repair_ledger l where l.origin = $1 and l.event_type = any($2)), $3)`, origin, types, a.now())
-	if err != nil {
-		return fmt.Errorf("ledger heal: %w", err)
-	}
-	return a.recordHeals(origin, rows)
-}
-
-// recordHeals logs each bucket ledger_heal deleted and observes its age (first sighting to
-// proven heal); it closes rows.
-func (a *Auditor) recordHeals(origin string, rows pgx.Rows) error {
-	defer rows.Close()
-	for rows.Next() {
-		var tenant, eventType, stream string
-		var age float64
-		if err := rows.Scan(&tenant, &eventType, &stream, &age); err != nil {
-			return err
-		}
-		a.Logger.Info("audit: divergence healed", "origin", origin, "tenant", tenant, "type", eventType, "stream", stream, "heal_seconds", age)
-		a.Metrics.BucketHealed(age)
-	}
-	return rows.Err()
 }
 
 // eventsOf sums the event counts of digests of the given types.
@@ -604,24 +519,6 @@ func eventsOf(ds []wire.ManifestDigest, types []string) int64 {
 		}
 	}
 	return n
-}
-
-func columns(ds []wire.ManifestDigest) (tenants, types []string, x0s, x1s, ns []int64) {
-	for _, d := range ds {
-		tenants = append(tenants, d.Tenant)
-		types = append(types, d.Type)
-		x0s = append(x0s, d.X0)
-		x1s = append(x1s, d.X1)
-		ns = append(ns, d.N)
-	}
-	return
-}
-
-func nilIfEmpty(s string) any {
-	if s == "" {
-		return nil
-	}
-	return s
 }
 
 // RunBeside runs one audit from outside the service's control plane (the audit command): the

@@ -19,12 +19,12 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/streamseal/streamseal/controlplane/config"
 	"github.com/streamseal/streamseal/controlplane/metrics"
+	"github.com/streamseal/streamseal/controlplane/store"
 	"github.com/streamseal/streamseal/controlplane/wire"
 )
 
@@ -54,48 +54,30 @@ func (p *Publisher) Publish(ctx context.Context) (int, error) {
 		return 0, err
 	}
 	defer tx.Rollback(ctx)
-	var generation int64
-	if err := tx.QueryRow(ctx, "select streamseal.origin_generation()").Scan(&generation); err != nil {
-		return 0, fmt.Errorf("read origin generation: %w", err)
+	generation, err := store.OriginGeneration(ctx, tx)
+	if err != nil {
+		return 0, err
+	}
+	rows, err := store.CheckpointNext(ctx, tx)
+	if err != nil {
+		return 0, err
 	}
 	byType := map[string]*wire.Checkpoint{}
 	var order []string
 	at := time.Now().UTC()
-	rows, err := tx.Query(ctx, `
-		select window_from, window_to, tenant, event_type, n, first_type_seq, last_type_seq,
-		       array(select lower(r) from unnest(coalesce(at_most_once, '{}')) r),
-		       array(select upper(r) from unnest(coalesce(at_most_once, '{}')) r)
-		from streamseal.next_checkpoint()`)
-	if err != nil {
-		return 0, fmt.Errorf("next checkpoint: %w", err)
-	}
-	for rows.Next() {
-		var from, to, n int64
-		var tenant, eventType *string
-		var first, last *int64
-		var lo, hi []int64
-		if err := rows.Scan(&from, &to, &tenant, &eventType, &n, &first, &last, &lo, &hi); err != nil {
-			rows.Close()
-			return 0, err
-		}
-		if eventType == nil {
+	for _, row := range rows {
+		if row.EventType == nil {
 			continue // the origin has never emitted anything: no type subject to prove
 		}
-		cp := byType[*eventType]
+		cp := byType[*row.EventType]
 		if cp == nil {
 			cp = &wire.Checkpoint{Origin: p.Service, Control: wire.ControlSubject(p.Service),
-				IntervalS: max(1, int(p.Interval.Seconds())), Generation: generation, From: from, To: to, Type: *eventType, At: at}
-			byType[*eventType] = cp
-			order = append(order, *eventType)
+				IntervalS: max(1, int(p.Interval.Seconds())), Generation: generation, From: row.From, To: row.To, Type: *row.EventType, At: at}
+			byType[*row.EventType] = cp
+			order = append(order, *row.EventType)
 		}
-		t := wire.CheckpointTenant{Tenant: deref(tenant), N: n, First: first, Last: last}
-		for i := range lo {
-			t.AtMostOnce = append(t.AtMostOnce, [2]int64{lo[i], hi[i]})
-		}
-		cp.Tenants = append(cp.Tenants, t)
-	}
-	if err := rows.Err(); err != nil {
-		return 0, fmt.Errorf("next checkpoint: %w", err)
+		cp.Tenants = append(cp.Tenants, wire.CheckpointTenant{Tenant: deref(row.Tenant), N: row.N, First: row.First, Last: row.Last,
+			AtMostOnce: row.AtMostOnce})
 	}
 	// Consumers verify a round's messages in the order they arrive and the per-round repair cap
 	// goes to the first lanes with gaps: rotating the lead type each round keeps one type that
@@ -174,47 +156,38 @@ func (v *Verifier) Counts() (received, gaps, requests int64) {
 	return v.received.Load(), v.gaps.Load(), v.requests.Load()
 }
 
-// lane is one verify_checkpoint row.
-type lane struct {
-	tenant, eventType string
-	floor             int64
-	newlyConfirmed    [][2]int64
-	confirmed         [][2]int64
-	toRequest         [][2]int64
-}
-
 // Handle verifies one checkpoint message. Own checkpoints are ignored.
 func (v *Verifier) Handle(ctx context.Context, cp wire.Checkpoint) error {
 	if cp.Origin == v.Service {
 		return nil
 	}
 	v.received.Add(1)
-	var restored bool
-	if err := v.Pool.QueryRow(ctx, "select streamseal.observe_origin($1, $2, $3, $4, $5)",
-		cp.Origin, cp.Control, cp.IntervalS, cp.Generation, cp.To).Scan(&restored); err != nil {
-		return fmt.Errorf("observe origin %s: %w", cp.Origin, err)
+	restored, err := store.OriginObserve(ctx, v.Pool, store.OriginSighting{Origin: cp.Origin, Control: cp.Control,
+		IntervalS: cp.IntervalS, Generation: cp.Generation, To: cp.To})
+	if err != nil {
+		return err
 	}
 	if restored {
 		v.Logger.Info("checkpoint: origin speaks again, liveness alarm cleared", "origin", cp.Origin)
 	}
-	lanes, err := v.verify(ctx, cp)
+	lanes, err := store.CheckpointVerify(ctx, v.Pool, window(cp))
 	if err != nil {
 		return err
 	}
 	// Within a message, the lanes that waited longest for the cap go first (the tenants of one
 	// type take turns as the publisher's rotation makes the types take turns).
 	v.mu.Lock()
-	slices.SortStableFunc(lanes, func(a, b lane) int {
+	slices.SortStableFunc(lanes, func(a, b store.LaneVerdict) int {
 		return v.waited[laneKey(cp.Origin, b)] - v.waited[laneKey(cp.Origin, a)]
 	})
 	v.mu.Unlock()
 	for _, l := range lanes {
-		if len(l.newlyConfirmed) > 0 {
+		if len(l.NewlyConfirmed) > 0 {
 			v.gaps.Add(1)
-			v.Logger.Warn("checkpoint: gap confirmed", "origin", cp.Origin, "tenant", l.tenant, "type", l.eventType,
-				"type_seqs", ranges(l.newlyConfirmed), "floor", l.floor, "window_from", cp.From, "window_to", cp.To)
+			v.Logger.Warn("checkpoint: gap confirmed", "origin", cp.Origin, "tenant", l.Tenant, "type", l.EventType,
+				"type_seqs", ranges(l.NewlyConfirmed), "floor", l.Floor, "window_from", cp.From, "window_to", cp.To)
 		}
-		if len(l.toRequest) > 0 {
+		if len(l.ToRequest) > 0 {
 			if err := v.act(ctx, cp, l); err != nil {
 				return err
 			}
@@ -223,39 +196,20 @@ func (v *Verifier) Handle(ctx context.Context, cp wire.Checkpoint) error {
 	return nil
 }
 
-func (v *Verifier) verify(ctx context.Context, cp wire.Checkpoint) ([]lane, error) {
-	n := len(cp.Tenants)
-	tenants, counts := make([]string, n), make([]int64, n)
-	firsts, lasts := make([]*int64, n), make([]*int64, n)
-	atMostOnce := make([]string, n)
-	for i, t := range cp.Tenants {
-		tenants[i], counts[i], firsts[i], lasts[i] = t.Tenant, t.N, t.First, t.Last
-		atMostOnce[i] = multirange(t.AtMostOnce)
+// window is the store's view of a received checkpoint message.
+func window(cp wire.Checkpoint) store.CheckpointWindow {
+	w := store.CheckpointWindow{Origin: cp.Origin, From: cp.From, To: cp.To, EventType: cp.Type}
+	for _, t := range cp.Tenants {
+		w.Tenants = append(w.Tenants, store.CheckpointTenant{Tenant: t.Tenant, N: t.N, First: t.First, Last: t.Last, AtMostOnce: t.AtMostOnce})
 	}
-	rows, err := v.Pool.Query(ctx, `
-		select tenant, event_type, floor,
-		       array(select array[lower(r), upper(r)] from unnest(newly_confirmed) r),
-		       array(select array[lower(r), upper(r)] from unnest(confirmed) r),
-		       array(select array[lower(r), upper(r)] from unnest(to_request) r)
-		from streamseal.verify_checkpoint($1, $2, $3, $4, $5, $6, $7, $8, $9::int8multirange[])`,
-		cp.Origin, cp.From, cp.To, cp.Type, tenants, counts, firsts, lasts, atMostOnce)
-	if err != nil {
-		return nil, fmt.Errorf("verify checkpoint of %s/%s: %w", cp.Origin, cp.Type, err)
-	}
-	return pgx.CollectRows(rows, func(row pgx.CollectableRow) (lane, error) {
-		var l lane
-		var newly, confirmed, toRequest [][]int64
-		err := row.Scan(&l.tenant, &l.eventType, &l.floor, &newly, &confirmed, &toRequest)
-		l.newlyConfirmed, l.confirmed, l.toRequest = pairs(newly), pairs(confirmed), pairs(toRequest)
-		return l, err
-	})
+	return w
 }
 
 // act sends (or, in report-only, records) one repair request for a lane's unrequested holes,
 // within the per-checkpoint cap; beyond it the lane waits for the next checkpoint.
-func (v *Verifier) act(ctx context.Context, cp wire.Checkpoint, l lane) error {
-	req := wire.RedeliveryRequest{RequestID: uuid.NewString(), Tenants: []string{l.tenant}, Types: []string{l.eventType},
-		TypeSeqRanges: l.toRequest, MaxEvents: v.Config.Redelivery.MaxEventsPerRequest}
+func (v *Verifier) act(ctx context.Context, cp wire.Checkpoint, l store.LaneVerdict) error {
+	req := wire.RedeliveryRequest{RequestID: uuid.NewString(), Tenants: []string{l.Tenant}, Types: []string{l.EventType},
+		TypeSeqRanges: l.ToRequest, MaxEvents: v.Config.Redelivery.MaxEventsPerRequest}
 	body, _ := json.Marshal(req)
 	// One checkpoint round (every type's message of one publication) is one cycle of the cap;
 	// a quiet round repeats its window, so the round is named by when the origin took it. Rounds
@@ -284,9 +238,9 @@ func (v *Verifier) act(ctx context.Context, cp wire.Checkpoint, l lane) error {
 	case v.Config.RepairMode == config.ReportOnly:
 		action = "would_request"
 	}
-	if _, err := v.Pool.Exec(ctx, "select streamseal.record_gap($1, $2, $3, $4::int8multirange, $5, $6, $7, $8, $9)",
-		cp.Origin, l.tenant, l.eventType, multirange(l.toRequest), cp.From, cp.To, action, body, cp.At); err != nil {
-		return fmt.Errorf("record gap: %w", err)
+	if err := store.LaneGapRecord(ctx, v.Pool, store.Gap{Origin: cp.Origin, Tenant: l.Tenant, EventType: l.EventType,
+		TypeSeqs: l.ToRequest, From: cp.From, To: cp.To, Action: action, Request: body, Round: cp.At}); err != nil {
+		return err
 	}
 	if capped {
 		return nil
@@ -303,35 +257,27 @@ func (v *Verifier) act(ctx context.Context, cp wire.Checkpoint, l lane) error {
 	}
 	v.requests.Add(1)
 	v.Metrics.RepairRequested("checkpoint", cp.Origin)
-	if _, err := v.Pool.Exec(ctx, "select streamseal.mark_requested($1, $2, $3, $4::int8multirange)",
-		cp.Origin, l.tenant, l.eventType, multirange(l.toRequest)); err != nil {
-		return fmt.Errorf("mark requested: %w", err)
+	if err := store.LaneMarkRequested(ctx, v.Pool, cp.Origin, l.Tenant, l.EventType, l.ToRequest); err != nil {
+		return err
 	}
-	v.Logger.Warn("checkpoint: repair "+strings.ReplaceAll(action, "_", " "), "origin", cp.Origin, "tenant", l.tenant,
-		"type", l.eventType, "type_seqs", ranges(l.toRequest), "request", req.RequestID)
+	v.Logger.Warn("checkpoint: repair "+strings.ReplaceAll(action, "_", " "), "origin", cp.Origin, "tenant", l.Tenant,
+		"type", l.EventType, "type_seqs", ranges(l.ToRequest), "request", req.RequestID)
 	return nil
 }
 
 // CheckLiveness raises (logs) the liveness alarm for origins silent for intervals checkpoints.
 func (v *Verifier) CheckLiveness(ctx context.Context) error {
-	rows, err := v.Pool.Query(ctx, "select origin, silent_for, newly_silent from streamseal.silent_origins($1)", v.Config.LivenessIntervals)
+	silent, err := store.OriginsSilent(ctx, v.Pool, v.Config.LivenessIntervals)
 	if err != nil {
-		return fmt.Errorf("check liveness: %w", err)
+		return err
 	}
-	defer rows.Close()
-	for rows.Next() {
-		var origin string
-		var silentFor time.Duration
-		var newly bool
-		if err := rows.Scan(&origin, &silentFor, &newly); err != nil {
-			return err
-		}
-		if newly {
-			v.Logger.Error("checkpoint: LIVENESS ALARM: origin silent", "origin", origin, "silent_for", silentFor,
+	for _, o := range silent {
+		if o.Newly {
+			v.Logger.Error("checkpoint: LIVENESS ALARM: origin silent", "origin", o.Origin, "silent_for", o.SilentFor,
 				"intervals", v.Config.LivenessIntervals)
 		}
 	}
-	return rows.Err()
+	return nil
 }
 
 // round is one origin's checkpoint round (named by when the origin took it) and the repair
@@ -341,27 +287,18 @@ type round struct {
 	sent int
 }
 
-func laneKey(origin string, l lane) string { return origin + "\x00" + l.tenant + "\x00" + l.eventType }
+func laneKey(origin string, l store.LaneVerdict) string {
+	return origin + "\x00" + l.Tenant + "\x00" + l.EventType
+}
 
-func multirange(rs [][2]int64) string {
+// ranges renders type_seq ranges for a log line.
+func ranges(rs [][2]int64) string {
 	parts := make([]string, len(rs))
 	for i, r := range rs {
 		parts[i] = "[" + strconv.FormatInt(r[0], 10) + "," + strconv.FormatInt(r[1], 10) + ")"
 	}
 	return "{" + strings.Join(parts, ",") + "}"
 }
-
-func pairs(in [][]int64) [][2]int64 {
-	out := make([][2]int64, 0, len(in))
-	for _, p := range in {
-		if len(p) == 2 {
-			out = append(out, [2]int64{p[0], p[1]})
-		}
-	}
-	return out
-}
-
-func ranges(rs [][2]int64) string { return multirange(rs) }
 
 func deref(s *string) string {
 	if s == nil {

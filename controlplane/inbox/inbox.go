@@ -13,7 +13,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -109,20 +108,15 @@ func (in *Inbox) Run(ctx context.Context) error {
 
 // filters derives the JetStream filter subjects from the subscriptions table.
 func (in *Inbox) filters(ctx context.Context) ([]string, error) {
-	rows, err := in.Pool.Query(ctx, "select origin, event_type from streamseal.subscriptions order by 1, 2")
+	subs, err := store.Subscriptions(ctx, in.Pool)
 	if err != nil {
-		return nil, fmt.Errorf("read subscriptions: %w", err)
+		return nil, err
 	}
-	defer rows.Close()
 	var out []string
-	for rows.Next() {
-		var origin, eventType string
-		if err := rows.Scan(&origin, &eventType); err != nil {
-			return nil, err
-		}
-		out = append(out, wire.EventFilter(origin, eventType))
+	for _, sub := range subs {
+		out = append(out, wire.EventFilter(sub.Origin, sub.EventType))
 	}
-	return out, rows.Err()
+	return out, nil
 }
 
 // store handles one fetched batch in stream order: runs of events are ingested in one
@@ -195,7 +189,7 @@ func (in *Inbox) storeEvents(ctx context.Context, msgs []jetstream.Msg) error {
 		return nil
 	}
 	if _, err := store.Ingest(ctx, in.Pool, copies); err != nil {
-		if !errors.Is(err, store.ErrInvalidInput) && !isConstraintError(err) {
+		if !errors.Is(err, store.ErrInvalidInput) && !errors.Is(err, store.ErrConstraint) {
 			return err
 		}
 		return in.storeOneByOne(ctx, copies, keep)
@@ -214,7 +208,7 @@ func (in *Inbox) storeOneByOne(ctx context.Context, copies []store.EventCopy, ms
 		case err == nil:
 			in.stored.Add(1)
 			_ = msgs[i].Ack()
-		case errors.Is(err, store.ErrInvalidInput) || isConstraintError(err):
+		case errors.Is(err, store.ErrInvalidInput) || errors.Is(err, store.ErrConstraint):
 			if err := in.reject(ctx, msgs[i], &e, err.Error()); err != nil {
 				return err
 			}
@@ -227,18 +221,15 @@ func (in *Inbox) storeOneByOne(ctx context.Context, copies []store.EventCopy, ms
 
 // reject records a message that cannot be stored, then terminates it on the wire.
 func (in *Inbox) reject(ctx context.Context, m jetstream.Msg, e *store.EventCopy, reason string) error {
-	var origin, eventID any
+	r := store.InboxReject{Subject: m.Subject(), Reason: reason, Headers: map[string]string{}, Payload: m.Data()}
 	if e != nil {
-		origin, eventID = e.Origin, e.EventID
+		r.Origin, r.EventID = e.Origin, e.EventID
 	}
-	headers := map[string]string{}
 	for k := range m.Headers() {
-		headers[k] = m.Headers().Get(k)
+		r.Headers[k] = m.Headers().Get(k)
 	}
-	if _, err := in.Pool.Exec(ctx, `
-		insert into streamseal.inbox_rejects (subject, origin, event_id, reason, headers, payload)
-		values ($1, $2, $3, $4, $5, $6)`, m.Subject(), origin, eventID, reason, headers, m.Data()); err != nil {
-		return fmt.Errorf("record rejected message: %w", err)
+	if err := store.InboxRejectRecord(ctx, in.Pool, r); err != nil {
+		return err
 	}
 	in.rejected.Add(1)
 	in.Logger.Error("inbox: message rejected and recorded", "subject", m.Subject(), "reason", reason)
@@ -251,11 +242,4 @@ func sleep(ctx context.Context, d time.Duration) {
 	case <-ctx.Done():
 	case <-time.After(d):
 	}
-}
-
-// isConstraintError reports a refusal by a table constraint (SQLSTATE class 23): the batch is
-// wrong, not the database.
-func isConstraintError(err error) bool {
-	var pgErr *pgconn.PgError
-	return errors.As(err, &pgErr) && len(pgErr.Code) == 5 && pgErr.Code[:2] == "23"
 }

@@ -19,6 +19,8 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/streamseal/streamseal/controlplane/store"
 )
 
 const namespace = "streamseal"
@@ -95,33 +97,15 @@ func New(pool *pgxpool.Pool, nc *nats.Conn, src Sources) *Exporter {
 
 // Refresh reads the backlog once (the maintenance cycle calls it) and swaps it in.
 func (e *Exporter) Refresh(ctx context.Context) error {
-	b := Backlog{SealedThrough: map[string]int64{}}
-	var oldest float64
-	if err := e.pool.QueryRow(ctx, `
-		select coalesce(sum(unhealed), 0)::bigint, coalesce(sum(exhausted), 0)::bigint,
-		       coalesce(extract(epoch from max(oldest_age)), 0)::float8
-		from streamseal.ledger_backlog()`).Scan(&b.Unhealed, &b.Exhausted, &oldest); err != nil {
-		return fmt.Errorf("read ledger backlog: %w", err)
-	}
-	b.OldestUnhealed = time.Duration(oldest * float64(time.Second))
-	if err := e.pool.QueryRow(ctx, "select count(*) from streamseal.lanes where confirmed <> '{}'").Scan(&b.ConfirmedGapLanes); err != nil {
-		return err
-	}
-	rows, err := e.pool.Query(ctx, "select origin, sealed_through from streamseal.seals")
+	totals, err := store.LedgerBacklogTotal(ctx, e.pool)
 	if err != nil {
 		return err
 	}
-	for rows.Next() {
-		var origin string
-		var sealed int64
-		if err := rows.Scan(&origin, &sealed); err != nil {
-			rows.Close()
-			return err
-		}
-		b.SealedThrough[origin] = sealed
+	b := Backlog{Unhealed: totals.Unhealed, Exhausted: totals.Exhausted, OldestUnhealed: totals.OldestUnhealed}
+	if b.ConfirmedGapLanes, err = store.LanesWithConfirmedGapsCount(ctx, e.pool); err != nil {
+		return err
 	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
+	if b.SealedThrough, err = store.Seals(ctx, e.pool); err != nil {
 		return err
 	}
 	e.SetBacklog(b)

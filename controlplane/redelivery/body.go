@@ -5,9 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 
-	"github.com/jackc/pgx/v5/pgconn"
-
-	"github.com/streamseal/streamseal/controlplane/store"
 	"github.com/streamseal/streamseal/controlplane/wire"
 )
 
@@ -19,12 +16,4 @@ func decodeBody(env wire.Envelope, v any) error {
 		return fmt.Errorf("%s body from %s is malformed: %w", env.Kind, env.From, err)
 	}
 	return nil
-}
-
-// classify maps a SQL refusal (22023) onto store.ErrInvalidInput.
-func classify(err error) error {
-	if pgErr, ok := err.(*pgconn.PgError); ok && pgErr.Code == "22023" {
-		return fmt.Errorf("%w: %s", store.ErrInvalidInput, pgErr.Message)
-	}
-	return err
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/streamseal/streamseal/controlplane/progress"
+	"github.com/streamseal/streamseal/controlplane/store"
 	"github.com/streamseal/streamseal/controlplane/wire"
 )
 
@@ -75,17 +76,14 @@ func (o *Operator) Run(ctx context.Context, origin string, req wire.RedeliveryRe
 // progress polls the store until it holds at least want events of the request's scope.
 func (o *Operator) progress(ctx context.Context, origin string, req wire.RedeliveryRequest, want int) error {
 	line := &progress.Line{Out: o.Out, Terminal: o.Terminal, Label: "repair", Unit: "events"}
+	target := int64(want)
 	for {
-		var have int
-		if err := o.Pool.QueryRow(ctx, `
-			select count(*) from streamseal.events
-			where origin = $1 and tenant = any($2) and event_type = any($3)
-			  and ($4::bigint is null or origin_seq >= $4) and ($5::bigint is null or origin_seq < $5)`,
-			origin, req.Tenants, req.Types, req.FromSeq, req.ToSeq).Scan(&have); err != nil {
+		have, err := store.EventsHeldCount(ctx, o.Pool, origin, req.Tenants, req.Types, req.FromSeq, req.ToSeq)
+		if err != nil {
 			return err
 		}
-		line.Report(int64(min(have, want)), int64(want))
-		if have >= want {
+		line.Report(min(have, target), target)
+		if have >= target {
 			line.Finish("repair: complete")
 			return nil
 		}

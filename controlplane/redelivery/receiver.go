@@ -12,7 +12,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"strings"
 	"sync/atomic"
 
 	"github.com/google/uuid"
@@ -101,9 +100,8 @@ func (r *Receiver) onSummary(ctx context.Context, env wire.Envelope, _ []byte) e
 		r.Logger.Warn("repair: origin cannot re-deliver", "origin", env.From, "request", s.RequestID,
 			"tenant", u.Tenant, "type", u.Type, "reason", u.Reason, "type_seqs", u.TypeSeqs, "origin_seqs", u.OriginSeqs)
 		if r.AcceptUnservable && len(u.TypeSeqs) > 0 && u.Type != "" {
-			if _, err := r.Pool.Exec(ctx, "select streamseal.accept_loss($1, $2, $3, $4::int8multirange, $5)",
-				env.From, u.Tenant, u.Type, rangesLiteral(u.TypeSeqs), u.Reason); err != nil {
-				return fmt.Errorf("accept unservable loss from %s: %w", env.From, err)
+			if err := store.LaneAcceptLoss(ctx, r.Pool, env.From, u.Tenant, u.Type, u.TypeSeqs, u.Reason); err != nil {
+				return err
 			}
 		}
 	}
@@ -172,14 +170,6 @@ func Request(ctx context.Context, js jetstream.JetStream, service, origin string
 		return "", err
 	}
 	return req.RequestID, nil
-}
-
-func rangesLiteral(rs [][2]int64) string {
-	parts := make([]string, len(rs))
-	for i, r := range rs {
-		parts[i] = fmt.Sprintf("[%d,%d)", r[0], r[1])
-	}
-	return "{" + strings.Join(parts, ",") + "}"
 }
 
 func strictJSON(body []byte, v any) error {

@@ -12,13 +12,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
 
-	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -152,11 +149,11 @@ func (s *Server) build(ctx context.Context, requester string, req wire.Redeliver
 	start := time.Now()
 	summary := wire.RedeliverySummary{RequestID: req.RequestID, Origin: s.Service}
 	b := &bundler{server: s, ctx: ctx, requester: requester, req: req}
-	var afterStream *string
-	var afterVersion *int64
+	sel := selection(req)
+	var after store.RedeliveryCursor
 	for summary.Shipped < limit {
 		want := min(s.Limits.PageSize, limit-summary.Shipped)
-		page, err := s.selectPage(ctx, req, afterStream, afterVersion, want)
+		page, err := store.RedeliveryPage(ctx, s.Pool, s.Service, sel, after, want, s.Limits.MaxEventsPerRequest)
 		if err != nil {
 			return err
 		}
@@ -170,10 +167,10 @@ func (s *Server) build(ctx context.Context, requester string, req wire.Redeliver
 			break // the selection is exhausted
 		}
 		last := page[len(page)-1]
-		afterStream, afterVersion = &last.StreamID, &last.StreamVersion
+		after = store.RedeliveryCursor{AfterStream: &last.StreamID, AfterVersion: &last.StreamVersion}
 	}
 	if summary.Shipped >= limit {
-		more, err := s.selectPage(ctx, req, afterStream, afterVersion, 1)
+		more, err := store.RedeliveryPage(ctx, s.Pool, s.Service, sel, after, 1, s.Limits.MaxEventsPerRequest)
 		if err != nil {
 			return err
 		}
@@ -186,7 +183,7 @@ func (s *Server) build(ctx context.Context, requester string, req wire.Redeliver
 		return err
 	}
 	summary.Bundles = b.bundles
-	unservable, err := s.unservable(ctx, req)
+	unservable, err := s.unservable(ctx, sel)
 	if err != nil {
 		return err
 	}
@@ -214,12 +211,12 @@ func (s *Server) authorize(ctx context.Context, requester string, req wire.Redel
 	if len(req.Types) == 0 {
 		return "the request names no event type", nil
 	}
-	var ungranted []string
-	if err := s.Pool.QueryRow(ctx, "select streamseal.ungranted_types($1, $2)", requester, req.Types).Scan(&ungranted); err != nil {
-		if errors.Is(classify(err), store.ErrInvalidInput) {
-			return err.Error(), nil
-		}
-		return "", fmt.Errorf("check grants of %s: %w", requester, err)
+	ungranted, err := store.UngrantedTypes(ctx, s.Pool, requester, req.Types)
+	if errors.Is(err, store.ErrInvalidInput) {
+		return err.Error(), nil
+	}
+	if err != nil {
+		return "", err
 	}
 	if len(ungranted) > 0 {
 		return fmt.Sprintf("%s is not granted event types %s", requester, strings.Join(ungranted, ", ")), nil
@@ -233,54 +230,27 @@ func (s *Server) refuse(requester string, req wire.RedeliveryRequest, reason str
 		"reason", reason, "tenants", req.Tenants, "types", req.Types)
 }
 
-// selectPage reads the next keyset page of the request's selection.
-func (s *Server) selectPage(ctx context.Context, req wire.RedeliveryRequest, afterStream *string, afterVersion *int64, max int) ([]store.EventCopy, error) {
-	rows, err := s.Pool.Query(ctx, `
-		select event_id, origin_seq, type_seq, tenant, stream_id, stream_version, event_type, flags,
-		       payload, metadata, occurred_at
-		from streamseal.select_redelivery(
-		    tenants => $1, event_types => $2, streams => $3, from_seq => $4, to_seq => $5,
-		    type_seq_ranges => $6::int8multirange, after_stream => $7, after_version => $8,
-		    max_events => $9, cap => $10)`,
-		req.Tenants, req.Types, nilIfEmpty(req.Streams), req.FromSeq, req.ToSeq, multirange(req.TypeSeqRanges),
-		afterStream, afterVersion, max, s.Limits.MaxEventsPerRequest)
-	if err != nil {
-		return nil, fmt.Errorf("select redelivery page: %w", err)
-	}
-	return pgx.CollectRows(rows, func(row pgx.CollectableRow) (store.EventCopy, error) {
-		e := store.EventCopy{Origin: s.Service}
-		var id uuid.UUID
-		err := row.Scan(&id, &e.OriginSeq, &e.TypeSeq, &e.Tenant, &e.StreamID, &e.StreamVersion, &e.EventType,
-			&e.Flags, &e.Payload, &e.Metadata, &e.OccurredAt)
-		e.EventID = id
-		return e, err
-	})
+// selection is the store's view of a request's filters.
+func selection(req wire.RedeliveryRequest) store.RedeliverySelection {
+	return store.RedeliverySelection{Tenants: req.Tenants, EventTypes: req.Types, Streams: req.Streams,
+		FromSeq: req.FromSeq, ToSeq: req.ToSeq, TypeSeqRanges: req.TypeSeqRanges}
 }
 
-// unservable asks SQL which requested sequences cannot be served.
-func (s *Server) unservable(ctx context.Context, req wire.RedeliveryRequest) ([]wire.Unservable, error) {
-	if req.FromSeq == nil && len(req.TypeSeqRanges) == 0 {
+// unservable asks SQL which requested sequences cannot be served; only a request naming a
+// window or type_seq ranges can name them.
+func (s *Server) unservable(ctx context.Context, sel store.RedeliverySelection) ([]wire.Unservable, error) {
+	if sel.FromSeq == nil && len(sel.TypeSeqRanges) == 0 {
 		return nil, nil
 	}
-	rows, err := s.Pool.Query(ctx, `
-		select coalesce(tenant, ''), coalesce(event_type, ''), reason,
-		       array(select lower(r) from unnest(coalesce(type_seqs, '{}'::int8multirange)) r),
-		       array(select upper(r) from unnest(coalesce(type_seqs, '{}'::int8multirange)) r),
-		       array(select lower(r) from unnest(coalesce(origin_seqs, '{}'::int8multirange)) r),
-		       array(select upper(r) from unnest(coalesce(origin_seqs, '{}'::int8multirange)) r)
-		from streamseal.redelivery_unservable(tenants => $1, event_types => $2, from_seq => $3, to_seq => $4,
-		                                      type_seq_ranges => $5::int8multirange)`,
-		req.Tenants, req.Types, req.FromSeq, req.ToSeq, multirange(req.TypeSeqRanges))
+	found, err := store.RedeliveryUnservable(ctx, s.Pool, sel)
 	if err != nil {
-		return nil, fmt.Errorf("find unservable sequences: %w", err)
+		return nil, err
 	}
-	return pgx.CollectRows(rows, func(row pgx.CollectableRow) (wire.Unservable, error) {
-		var u wire.Unservable
-		var tsLo, tsHi, osLo, osHi []int64
-		err := row.Scan(&u.Tenant, &u.Type, &u.Reason, &tsLo, &tsHi, &osLo, &osHi)
-		u.TypeSeqs, u.OriginSeqs = pairs(tsLo, tsHi), pairs(osLo, osHi)
-		return u, err
-	})
+	var out []wire.Unservable
+	for _, u := range found {
+		out = append(out, wire.Unservable{Tenant: u.Tenant, Type: u.EventType, Reason: u.Reason, TypeSeqs: u.TypeSeqs, OriginSeqs: u.OriginSeqs})
+	}
+	return out, nil
 }
 
 // bundler accumulates one stream's ordered events and ships a bundle at each cap or stream change.
@@ -362,31 +332,4 @@ func (b *bundler) settle() error {
 		}
 	}
 	return nil
-}
-
-// multirange renders [lo, hi) pairs as an int8multirange literal, or nil for none.
-func multirange(ranges [][2]int64) any {
-	if len(ranges) == 0 {
-		return nil
-	}
-	parts := make([]string, len(ranges))
-	for i, r := range ranges {
-		parts[i] = "[" + strconv.FormatInt(r[0], 10) + "," + strconv.FormatInt(r[1], 10) + ")"
-	}
-	return "{" + strings.Join(parts, ",") + "}"
-}
-
-func pairs(lo, hi []int64) [][2]int64 {
-	var out [][2]int64
-	for i := range lo {
-		out = append(out, [2]int64{lo[i], hi[i]})
-	}
-	return out
-}
-
-func nilIfEmpty(s []string) any {
-	if len(s) == 0 {
-		return nil
-	}
-	return s
 }

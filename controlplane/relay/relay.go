@@ -9,13 +9,10 @@ package relay
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"time"
 
-	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -23,9 +20,6 @@ import (
 	"github.com/streamseal/streamseal/controlplane/store"
 	"github.com/streamseal/streamseal/controlplane/wire"
 )
-
-// leaderLock is the session advisory lock the active relay of a database holds.
-const leaderLock = "streamseal.relay"
 
 // Relay is one replica's relay loop. Zero tuning fields take defaults.
 type Relay struct {
@@ -83,9 +77,9 @@ func (r *Relay) lead(ctx context.Context) error {
 	conn := pooled.Hijack()
 	defer conn.Close(context.WithoutCancel(ctx))
 	for {
-		var leader bool
-		if err := conn.QueryRow(ctx, "select pg_try_advisory_lock(hashtextextended($1, 0))", leaderLock).Scan(&leader); err != nil {
-			return fmt.Errorf("try relay leader lock: %w", err)
+		leader, err := store.RelayLeaderTryLock(ctx, conn)
+		if err != nil {
+			return err
 		}
 		if leader {
 			break
@@ -96,8 +90,8 @@ func (r *Relay) lead(ctx context.Context) error {
 		}
 	}
 	r.Logger.Info("relay: leading")
-	if _, err := conn.Exec(ctx, "listen streamseal_stamped"); err != nil {
-		return fmt.Errorf("listen streamseal_stamped: %w", err)
+	if err := store.Listen(ctx, conn, store.ChannelStamped); err != nil {
+		return err
 	}
 	for {
 		for {
@@ -109,7 +103,7 @@ func (r *Relay) lead(ctx context.Context) error {
 				break
 			}
 		}
-		if err := waitNotification(ctx, conn, r.PollInterval); err != nil {
+		if _, err := store.WaitNotification(ctx, conn, time.Now().Add(r.PollInterval)); err != nil {
 			return err
 		}
 	}
@@ -118,7 +112,7 @@ func (r *Relay) lead(ctx context.Context) error {
 // publishBatch publishes the next events above the cursor and advances the cursor to the last
 // one JetStream acknowledged in order. It returns how many it read.
 func (r *Relay) publishBatch(ctx context.Context) (int, error) {
-	events, err := r.next(ctx)
+	events, err := store.RelayPending(ctx, r.Pool, r.Batch)
 	if err != nil || len(events) == 0 {
 		return 0, err
 	}
@@ -147,15 +141,12 @@ func (r *Relay) publishBatch(ctx context.Context) (int, error) {
 	if acked > 0 {
 		// The cursor's update also reads the acknowledged event's age: the relay lag, in the
 		// database's clock, at work already done.
-		var age *float64
-		if err := r.Pool.QueryRow(ctx, `
-			update streamseal.relay_state set published_through = greatest(published_through, $1), updated_at = now()
-			returning (select date_part('epoch', clock_timestamp() - e.stored_at) from streamseal.events e
-			           where e.origin = streamseal.service_name() and e.origin_seq = $1)`, acked).Scan(&age); err != nil {
-			return 0, fmt.Errorf("record relay cursor %d: %w", acked, err)
+		age, held, err := store.RelayCursorAdvance(ctx, r.Pool, acked)
+		if err != nil {
+			return 0, err
 		}
-		if age != nil {
-			r.Metrics.Relayed(time.Duration(*age * float64(time.Second)))
+		if held {
+			r.Metrics.Relayed(age)
 		}
 		if r.OnPublished != nil {
 			r.OnPublished(acked)
@@ -165,44 +156,6 @@ func (r *Relay) publishBatch(ctx context.Context) (int, error) {
 		return 0, failed
 	}
 	return len(events), nil
-}
-
-// next reads the stamped own events above the cursor, in origin_seq order. Everything up to
-// stamp_state.last_origin_seq is committed (a stamp batch commits whole), so no later commit
-// can appear below what this read returns.
-func (r *Relay) next(ctx context.Context) ([]store.EventCopy, error) {
-	rows, err := r.Pool.Query(ctx, `
-		select e.event_id, e.origin, e.origin_seq, e.type_seq, e.tenant, e.stream_id, e.stream_version,
-		       e.event_type, e.flags, e.payload, e.metadata, e.occurred_at
-		from streamseal.events e
-		where e.origin = streamseal.service_name()
-		  and e.origin_seq > (select published_through from streamseal.relay_state)
-		order by e.origin_seq
-		limit $1`, r.Batch)
-	if err != nil {
-		return nil, fmt.Errorf("read events to relay: %w", err)
-	}
-	return pgx.CollectRows(rows, func(row pgx.CollectableRow) (store.EventCopy, error) {
-		var e store.EventCopy
-		var id uuid.UUID
-		err := row.Scan(&id, &e.Origin, &e.OriginSeq, &e.TypeSeq, &e.Tenant, &e.StreamID, &e.StreamVersion,
-			&e.EventType, &e.Flags, &e.Payload, &e.Metadata, &e.OccurredAt)
-		e.EventID = id
-		return e, err
-	})
-}
-
-func waitNotification(ctx context.Context, conn *pgx.Conn, d time.Duration) error {
-	waitCtx, cancel := context.WithTimeout(ctx, d)
-	defer cancel()
-	_, err := conn.WaitForNotification(waitCtx)
-	switch {
-	case ctx.Err() != nil:
-		return ctx.Err()
-	case err == nil, errors.Is(err, context.DeadlineExceeded):
-		return nil
-	}
-	return fmt.Errorf("wait for stamped events: %w", err)
 }
 
 func sleep(ctx context.Context, d time.Duration) {

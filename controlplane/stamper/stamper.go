@@ -7,12 +7,10 @@ package stamper
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/streamseal/streamseal/controlplane/metrics"
@@ -20,7 +18,7 @@ import (
 )
 
 // Channel is the NOTIFY channel every insert of an own (unstamped) event signals.
-const Channel = "streamseal_unstamped"
+const Channel = store.ChannelUnstamped
 
 // Loop is a stamper loop. Zero values of the tuning fields take the defaults.
 type Loop struct {
@@ -95,53 +93,24 @@ func (l *Loop) listenAndStamp(ctx context.Context) error {
 	// The connection will carry a LISTEN: take it out of the pool for good.
 	conn := pooled.Hijack()
 	defer conn.Close(context.WithoutCancel(ctx))
-	if _, err := conn.Exec(ctx, "listen "+Channel); err != nil {
-		return fmt.Errorf("listen %s: %w", Channel, err)
+	if err := store.Listen(ctx, conn, Channel); err != nil {
+		return err
 	}
 	for {
 		// Listening before draining means an insert committed during the drain still wakes us.
 		if err := l.Drain(ctx); err != nil {
 			return err
 		}
-		woken, err := waitNotification(ctx, conn, time.Now().Add(l.PollInterval))
+		woken, err := store.WaitNotification(ctx, conn, time.Now().Add(l.PollInterval))
 		if err != nil {
 			return err
 		}
 		if woken && l.Coalesce > 0 {
 			// Let more commits arrive and swallow their notifications, then drain once for all.
-			if _, err := absorbNotifications(ctx, conn, time.Now().Add(l.Coalesce)); err != nil {
+			if _, err := store.AbsorbNotifications(ctx, conn, time.Now().Add(l.Coalesce)); err != nil {
 				return err
 			}
 		}
-	}
-}
-
-// waitNotification blocks until a notification arrives (true) or until deadline (false).
-func waitNotification(ctx context.Context, conn *pgx.Conn, deadline time.Time) (bool, error) {
-	waitCtx, cancel := context.WithDeadline(ctx, deadline)
-	defer cancel()
-	_, err := conn.WaitForNotification(waitCtx)
-	switch {
-	case ctx.Err() != nil:
-		return false, ctx.Err()
-	case err == nil:
-		return true, nil
-	case errors.Is(err, context.DeadlineExceeded):
-		return false, nil
-	default:
-		return false, fmt.Errorf("wait for %s: %w", Channel, err)
-	}
-}
-
-// absorbNotifications consumes notifications until deadline and reports how many it saw.
-func absorbNotifications(ctx context.Context, conn *pgx.Conn, deadline time.Time) (int, error) {
-	seen := 0
-	for {
-		woken, err := waitNotification(ctx, conn, deadline)
-		if err != nil || !woken {
-			return seen, err
-		}
-		seen++
 	}
 }
 

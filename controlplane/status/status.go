@@ -13,21 +13,11 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/streamseal/streamseal/controlplane/store"
 )
 
-// Lane is one (origin, tenant, type) lane.
-type Lane struct {
-	Tenant    string `json:"tenant"`
-	EventType string `json:"event_type"`
-	Floor     int64  `json:"floor"`
-	Suspected string `json:"suspected"`
-	Confirmed string `json:"confirmed"`
-	Requested string `json:"requested"`
-	// AcceptedLosses are type_seqs the origin answered it cannot serve: gone for good, on record.
-	AcceptedLosses string `json:"accepted_losses"`
-}
+// Lane is one (origin, tenant, type) lane: floor, holes, requested and accepted losses.
+type Lane = store.LaneState
 
 // Origin is everything this service knows about one origin.
 type Origin struct {
@@ -43,33 +33,16 @@ type Origin struct {
 }
 
 // Read collects the status of every known origin.
-func Read(ctx context.Context, pool *pgxpool.Pool) ([]Origin, error) {
-	rows, err := pool.Query(ctx, `
-		select k.origin, k.last_checkpoint_at, k.silent_since is not null, coalesce(k.generation, 0),
-		       coalesce(s.sealed_through, 0)
-		from streamseal.known_origins k
-		left join streamseal.seals s on s.origin = k.origin
-		order by k.origin`)
-	if err != nil {
-		return nil, fmt.Errorf("read known origins: %w", err)
-	}
-	origins, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Origin, error) {
-		o := Origin{Unhealed: map[string]int{}}
-		err := r.Scan(&o.Origin, &o.LastCheckpoint, &o.Silent, &o.Generation, &o.SealedThrough)
-		return o, err
-	})
+func Read(ctx context.Context, db store.Querier) ([]Origin, error) {
+	states, err := store.OriginStates(ctx, db)
 	if err != nil {
 		return nil, err
 	}
-	for i := range origins {
-		o := &origins[i]
-		lanes, err := pool.Query(ctx, `
-			select tenant, event_type, floor, suspected::text, confirmed::text, requested::text, accepted_losses::text
-			from streamseal.lanes where origin = $1 order by tenant, event_type`, o.Origin)
-		if err != nil {
-			return nil, err
-		}
-		if o.Lanes, err = pgx.CollectRows(lanes, pgx.RowToStructByPos[Lane]); err != nil {
+	origins := make([]Origin, 0, len(states))
+	for _, st := range states {
+		o := Origin{Origin: st.Origin, LastCheckpoint: st.LastCheckpoint, Silent: st.Silent, Generation: st.Generation,
+			SealedThrough: st.SealedThrough, Unhealed: map[string]int{}}
+		if o.Lanes, err = store.LanesByOrigin(ctx, db, o.Origin); err != nil {
 			return nil, err
 		}
 		for _, l := range o.Lanes {
@@ -77,23 +50,15 @@ func Read(ctx context.Context, pool *pgxpool.Pool) ([]Origin, error) {
 				o.ConfirmedGaps++
 			}
 		}
-		ledger, err := pool.Query(ctx, `
-			select reason, count(*), count(*) filter (where exhausted_at is not null)
-			from streamseal.repair_ledger where origin = $1 group by reason`, o.Origin)
+		counts, err := store.LedgerCountsByReason(ctx, db, o.Origin)
 		if err != nil {
 			return nil, err
 		}
-		for ledger.Next() {
-			var reason string
-			var n, exhausted int
-			if err := ledger.Scan(&reason, &n, &exhausted); err != nil {
-				ledger.Close()
-				return nil, err
-			}
-			o.Unhealed[reason] = n
-			o.Exhausted += exhausted
+		for _, c := range counts {
+			o.Unhealed[c.Reason] = c.Unhealed
+			o.Exhausted += c.Exhausted
 		}
-		ledger.Close()
+		origins = append(origins, o)
 	}
 	return origins, nil
 }

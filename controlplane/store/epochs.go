@@ -7,47 +7,6 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// TypeDigest is one (tenant, event_type) fold of a window.
-type TypeDigest struct {
-	Tenant, EventType string
-	X0, X1, N         int64
-}
-
-// TypeAnswer is a windowed type-level answer: the folds of [From, Watermark).
-type TypeAnswer struct {
-	Digests   []TypeDigest
-	Watermark int64 // exclusive end actually covered; the next window's from
-}
-
-// TypeDigests answers lane's window [from, to) (streamseal.type_digests). settle applies to
-// received lanes: rows stored within it lie beyond the watermark.
-func TypeDigests(ctx context.Context, db Querier, lane string, from, to int64, settle time.Duration) (TypeAnswer, error) {
-	var answer TypeAnswer
-	rows, err := db.Query(ctx, `
-		select tenant, event_type, x0, x1, n, watermark
-		from streamseal.type_digests($1, $2, $3, make_interval(secs => $4))`, lane, from, to, settle.Seconds())
-	if err != nil {
-		return TypeAnswer{}, classify("type digests", err)
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var tenant, eventType *string
-		var d TypeDigest
-		if err := rows.Scan(&tenant, &eventType, &d.X0, &d.X1, &d.N, &answer.Watermark); err != nil {
-			return TypeAnswer{}, classify("type digests", err)
-		}
-		if eventType == nil {
-			continue // the quiet-window row: watermark only
-		}
-		d.Tenant, d.EventType = *tenant, *eventType
-		answer.Digests = append(answer.Digests, d)
-	}
-	if err := rows.Err(); err != nil {
-		return TypeAnswer{}, classify("type digests", err)
-	}
-	return answer, nil
-}
-
 // ClosedEpoch is one epoch close_epochs sealed.
 type ClosedEpoch struct {
 	Origin  string

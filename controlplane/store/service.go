@@ -20,3 +20,13 @@ func ServiceName(ctx context.Context, db Querier) (string, error) {
 	}
 	return name, nil
 }
+
+// OriginGeneration returns this service's origin generation (streamseal.origin_generation):
+// bumped when a legitimate mutation changes its sealed history.
+func OriginGeneration(ctx context.Context, db Querier) (int64, error) {
+	var generation int64
+	if err := db.QueryRow(ctx, "select streamseal.origin_generation()").Scan(&generation); err != nil {
+		return 0, classify("read origin generation", err)
+	}
+	return generation, nil
+}

@@ -12,6 +12,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -28,6 +29,10 @@ type Querier interface {
 // ErrInvalidInput wraps a refusal of bad input by the SQL layer (SQLSTATE 22023). The message
 // names the bad value; nothing was written.
 var ErrInvalidInput = errors.New("invalid input")
+
+// ErrConstraint wraps a refusal by a table constraint (SQLSTATE class 23), e.g. a copy whose
+// (origin, origin_seq) is held under another event id. The SQL error stays in the chain.
+var ErrConstraint = errors.New("constraint violated")
 
 // ErrNotNamed means the database has no service name yet (SQLSTATE 55000 from service_name()).
 var ErrNotNamed = errors.New("service not named")
@@ -85,6 +90,9 @@ func classify(op string, err error) error {
 			return fmt.Errorf("%s: %w: %s", op, ErrInvalidInput, pgErr.Message)
 		case "55000":
 			return fmt.Errorf("%s: %w: %s", op, ErrNotNamed, pgErr.Message)
+		}
+		if strings.HasPrefix(pgErr.Code, "23") {
+			return fmt.Errorf("%s: %w: %w", op, ErrConstraint, err)
 		}
 	}
 	return fmt.Errorf("%s: %w", op, err)

@@ -1,0 +1,121 @@
+// answers.go: the origin's answers to a manifest request (sql/functions/answers.sql): type-level
+// digests of a window from sealed epochs and the live fringe, stream-level pages by stream id,
+// and the close-the-books floors consumers apply to their copies. type_digests also serves a
+// consumer's own side of a comparison.
+
+package store
+
+import (
+	"context"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// TypeDigest is one (tenant, event_type) fold of a window.
+type TypeDigest struct {
+	Tenant, EventType string
+	X0, X1, N         int64
+}
+
+// TypeAnswer is a windowed type-level answer: the folds of [From, Watermark).
+type TypeAnswer struct {
+	Digests   []TypeDigest
+	Watermark int64 // exclusive end actually covered; the next window's from
+}
+
+// TypeDigests answers lane's window [from, to) (streamseal.type_digests). settle applies to
+// received lanes: rows stored within it lie beyond the watermark.
+func TypeDigests(ctx context.Context, db Querier, lane string, from, to int64, settle time.Duration) (TypeAnswer, error) {
+	var answer TypeAnswer
+	rows, err := db.Query(ctx, `
+		select tenant, event_type, x0, x1, n, watermark
+		from streamseal.type_digests($1, $2, $3, make_interval(secs => $4))`, lane, from, to, settle.Seconds())
+	if err != nil {
+		return TypeAnswer{}, classify("type digests", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var tenant, eventType *string
+		var d TypeDigest
+		if err := rows.Scan(&tenant, &eventType, &d.X0, &d.X1, &d.N, &answer.Watermark); err != nil {
+			return TypeAnswer{}, classify("type digests", err)
+		}
+		if eventType == nil {
+			continue // the quiet-window row: watermark only
+		}
+		d.Tenant, d.EventType = *tenant, *eventType
+		answer.Digests = append(answer.Digests, d)
+	}
+	if err := rows.Err(); err != nil {
+		return TypeAnswer{}, classify("type digests", err)
+	}
+	return answer, nil
+}
+
+// StreamDigest is one (stream, tenant, event_type) fold of a window.
+type StreamDigest struct {
+	StreamID, Tenant, EventType string
+	X0, X1, N                   int64
+}
+
+// StreamPage is one page of a stream-level answer: the folds of whole streams after the
+// requested cursor, the watermark covered, and the cursor to resume after ("" when the window is
+// complete).
+type StreamPage struct {
+	Digests     []StreamDigest
+	Watermark   int64
+	ResumeAfter string
+}
+
+// StreamDigestsPage answers lane's window [from, to) for eventTypes by stream, at most max
+// buckets of whole streams after afterStream (streamseal.stream_digests_page).
+func StreamDigestsPage(ctx context.Context, db Querier, lane string, eventTypes []string, from, to int64, afterStream string, max int) (StreamPage, error) {
+	rows, err := db.Query(ctx, `
+		select stream_id, tenant, event_type, x0, x1, n, watermark, resume_after
+		from streamseal.stream_digests_page($1, $2, $3, $4, $5, $6)`, lane, eventTypes, from, to, textOrNull(afterStream), max)
+	if err != nil {
+		return StreamPage{}, classify("stream digests page", err)
+	}
+	defer rows.Close()
+	var page StreamPage
+	for rows.Next() {
+		var stream, tenant, eventType, resumeAfter *string
+		var d StreamDigest
+		if err := rows.Scan(&stream, &tenant, &eventType, &d.X0, &d.X1, &d.N, &page.Watermark, &resumeAfter); err != nil {
+			return StreamPage{}, classify("stream digests page", err)
+		}
+		if resumeAfter != nil {
+			page.ResumeAfter = *resumeAfter
+		}
+		if stream == nil {
+			continue // the quiet-page row: watermark and cursor only
+		}
+		d.StreamID, d.Tenant, d.EventType = *stream, *tenant, *eventType
+		page.Digests = append(page.Digests, d)
+	}
+	if err := rows.Err(); err != nil {
+		return StreamPage{}, classify("stream digests page", err)
+	}
+	return page, nil
+}
+
+// StreamClose is one close-the-books floor: the stream's versions below BelowVersion are gone.
+type StreamClose struct {
+	Tenant       string `json:"tenant"`
+	StreamID     string `json:"stream_id"`
+	BelowVersion int64  `json:"below_version"`
+}
+
+// StreamCloses lists this origin's close-the-books floors by tenant and stream.
+func StreamCloses(ctx context.Context, db Querier) ([]StreamClose, error) {
+	rows, err := db.Query(ctx, "select tenant, stream_id, below_version from streamseal.stream_closes order by 1, 2")
+	if err != nil {
+		return nil, classify("read stream closes", err)
+	}
+	out, err := pgx.CollectRows(rows, pgx.RowToStructByPos[StreamClose])
+	if err != nil {
+		return nil, classify("read stream closes", err)
+	}
+	return out, nil
+}

@@ -1,0 +1,85 @@
+// lanes.go: a consumer's lanes, one per (origin, tenant, event_type): floor, holes, what was
+// requested and what was accepted as lost (streamseal.lanes; sql/functions/lanes.sql).
+
+package store
+
+import (
+	"context"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// Gap is one confirmed gap a checkpoint round acted on, for the record (streamseal.record_gap).
+type Gap struct {
+	Origin, Tenant, EventType string
+	TypeSeqs                  [][2]int64
+	From, To                  int64     // the checkpoint window
+	Action                    string    // requested, would_request or waiting_for_cap
+	Request                   []byte    // the request sent, or that would be sent (JSON)
+	Round                     time.Time // when the origin took the round
+}
+
+// LaneGapRecord records what a checkpoint did about a lane's confirmed gap.
+func LaneGapRecord(ctx context.Context, db Querier, g Gap) error {
+	if _, err := db.Exec(ctx, "select streamseal.record_gap($1, $2, $3, $4::int8multirange, $5, $6, $7, $8, $9)",
+		g.Origin, g.Tenant, g.EventType, multirange(g.TypeSeqs), g.From, g.To, g.Action, g.Request, g.Round); err != nil {
+		return classify("record gap", err)
+	}
+	return nil
+}
+
+// LaneMarkRequested marks a lane's type_seq ranges as requested (streamseal.mark_requested).
+func LaneMarkRequested(ctx context.Context, db Querier, origin, tenant, eventType string, typeSeqs [][2]int64) error {
+	if _, err := db.Exec(ctx, "select streamseal.mark_requested($1, $2, $3, $4::int8multirange)",
+		origin, tenant, eventType, multirange(typeSeqs)); err != nil {
+		return classify("mark requested", err)
+	}
+	return nil
+}
+
+// LaneAcceptLoss records type_seq ranges an origin says it cannot serve as an accepted loss of
+// the lane (streamseal.accept_loss), so its floor moves past them and nobody asks again.
+func LaneAcceptLoss(ctx context.Context, db Querier, origin, tenant, eventType string, typeSeqs [][2]int64, reason string) error {
+	if _, err := db.Exec(ctx, "select streamseal.accept_loss($1, $2, $3, $4::int8multirange, $5)",
+		origin, tenant, eventType, multirange(typeSeqs), reason); err != nil {
+		return classify("accept loss from "+origin, err)
+	}
+	return nil
+}
+
+// LaneState is one lane as status shows it; the range sets are int8multirange text ("{}" for
+// none).
+type LaneState struct {
+	Tenant         string `json:"tenant"`
+	EventType      string `json:"event_type"`
+	Floor          int64  `json:"floor"`
+	Suspected      string `json:"suspected"`
+	Confirmed      string `json:"confirmed"`
+	Requested      string `json:"requested"`
+	AcceptedLosses string `json:"accepted_losses"` // type_seqs the origin cannot serve: gone, on record
+}
+
+// LanesByOrigin lists origin's lanes by tenant and type.
+func LanesByOrigin(ctx context.Context, db Querier, origin string) ([]LaneState, error) {
+	rows, err := db.Query(ctx, `
+		select tenant, event_type, floor, suspected::text, confirmed::text, requested::text, accepted_losses::text
+		from streamseal.lanes where origin = $1 order by tenant, event_type`, origin)
+	if err != nil {
+		return nil, classify("read lanes of "+origin, err)
+	}
+	out, err := pgx.CollectRows(rows, pgx.RowToStructByPos[LaneState])
+	if err != nil {
+		return nil, classify("read lanes of "+origin, err)
+	}
+	return out, nil
+}
+
+// LanesWithConfirmedGapsCount counts the lanes holding a confirmed, not yet repaired gap.
+func LanesWithConfirmedGapsCount(ctx context.Context, db Querier) (int64, error) {
+	var n int64
+	if err := db.QueryRow(ctx, "select count(*) from streamseal.lanes where confirmed <> '{}'").Scan(&n); err != nil {
+		return 0, classify("count lanes with confirmed gaps", err)
+	}
+	return n, nil
+}

@@ -1,0 +1,69 @@
+// relay.go: what the relay reads and writes: the stamped own events above its cursor
+// (relay_state.published_through) and the cursor itself, and the advisory lock that makes one
+// relay per database the active one.
+
+package store
+
+import (
+	"context"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// relayLeaderLock names the session advisory lock the active relay of a database holds.
+const relayLeaderLock = "streamseal.relay"
+
+// RelayLeaderTryLock takes the relay's leader lock on conn if it is free. The lock is held for
+// the session's life, so a crashed leader's lock frees itself with its connection.
+func RelayLeaderTryLock(ctx context.Context, conn *pgx.Conn) (bool, error) {
+	var leader bool
+	if err := conn.QueryRow(ctx, "select pg_try_advisory_lock(hashtextextended($1, 0))", relayLeaderLock).Scan(&leader); err != nil {
+		return false, classify("try relay leader lock", err)
+	}
+	return leader, nil
+}
+
+// RelayPending reads up to max stamped own events above the relay's cursor, in origin_seq
+// order. Everything up to stamp_state.last_origin_seq is committed (a stamp batch commits whole),
+// so no later commit can appear below what this read returns.
+func RelayPending(ctx context.Context, db Querier, max int) ([]EventCopy, error) {
+	rows, err := db.Query(ctx, `
+		select e.event_id, e.origin, e.origin_seq, e.type_seq, e.tenant, e.stream_id, e.stream_version,
+		       e.event_type, e.flags, e.payload, e.metadata, e.occurred_at
+		from streamseal.events e
+		where e.origin = streamseal.service_name()
+		  and e.origin_seq > (select published_through from streamseal.relay_state)
+		order by e.origin_seq
+		limit $1`, max)
+	if err != nil {
+		return nil, classify("read events to relay", err)
+	}
+	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (EventCopy, error) {
+		var e EventCopy
+		err := row.Scan(&e.EventID, &e.Origin, &e.OriginSeq, &e.TypeSeq, &e.Tenant, &e.StreamID, &e.StreamVersion,
+			&e.EventType, &e.Flags, &e.Payload, &e.Metadata, &e.OccurredAt)
+		return e, err
+	})
+	if err != nil {
+		return nil, classify("read events to relay", err)
+	}
+	return out, nil
+}
+
+// RelayCursorAdvance moves the relay's cursor to acked (never back) and returns how long the
+// acknowledged event waited between its store and now, in the database's clock (the relay lag);
+// ok is false when that event is not held.
+func RelayCursorAdvance(ctx context.Context, db Querier, acked int64) (age time.Duration, ok bool, err error) {
+	var seconds *float64
+	if err := db.QueryRow(ctx, `
+		update streamseal.relay_state set published_through = greatest(published_through, $1), updated_at = now()
+		returning (select date_part('epoch', clock_timestamp() - e.stored_at) from streamseal.events e
+		           where e.origin = streamseal.service_name() and e.origin_seq = $1)`, acked).Scan(&seconds); err != nil {
+		return 0, false, classify("record relay cursor", err)
+	}
+	if seconds == nil {
+		return 0, false, nil
+	}
+	return time.Duration(*seconds * float64(time.Second)), true, nil
+}
