@@ -10,7 +10,7 @@ create function streamseal.append(events streamseal.new_event[])
 returns setof uuid
 language plpgsql
 volatile
-set search_path = ''
+set search_path = pg_catalog, pg_temp
 -- No JIT on the write path: compiling took ~60 ms a statement whenever a cached plan's
 -- estimate (a transition table sized by an earlier bulk statement) crossed jit_above_cost.
 set jit = off
@@ -86,7 +86,7 @@ create function streamseal.append(
 returns uuid
 language sql
 volatile
-set search_path = ''
+set search_path = pg_catalog, pg_temp
 as $$
     select streamseal.append(array[row(append.event_id, append.tenant, append.stream_id, append.stream_version,
         append.event_type, append.flags, append.payload, append.metadata, null)::streamseal.new_event])

@@ -8,7 +8,7 @@ create function streamseal.ingest(copies streamseal.event_copy[])
 returns setof uuid
 language plpgsql
 volatile
-set search_path = ''
+set search_path = pg_catalog, pg_temp
 -- No JIT on the write path: compiling took ~60 ms a statement whenever a cached plan's
 -- estimate (a transition table sized by an earlier bulk statement) crossed jit_above_cost.
 set jit = off
