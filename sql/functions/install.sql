@@ -7,6 +7,7 @@
 {{ template "_reset.sql" . }}
 {{ template "types.sql" . }}
 {{ template "service.sql" . }}
+{{ template "version.sql" . }}
 {{ template "event_checks.sql" . }}
 {{ template "digest.sql" . }}
 {{ template "epoch_fold.sql" . }}
