@@ -37,6 +37,8 @@ create function streamseal.service_name()
 returns text
 language plpgsql
 stable
+-- Runs as its owner: streamseal_application holds no privilege on the service table.
+security definer
 set search_path = pg_catalog, pg_temp
 as $$
 declare

@@ -45,6 +45,8 @@ create function streamseal.subscribe(event_types text[], origin text default nul
 returns integer
 language plpgsql
 volatile
+-- Runs as its owner: streamseal_application holds no privilege on subscriptions (privileges.sql).
+security definer
 set search_path = pg_catalog, pg_temp
 as $$
 declare
@@ -68,6 +70,8 @@ create function streamseal.unsubscribe(event_types text[], origin text default n
 returns integer
 language plpgsql
 volatile
+-- Runs as its owner: streamseal_application holds no privilege on subscriptions or lanes.
+security definer
 set search_path = pg_catalog, pg_temp
 as $$
 declare
@@ -95,6 +99,8 @@ create function streamseal.subscribed(origin text, event_type text)
 returns boolean
 language sql
 stable
+-- Runs as its owner: streamseal_application holds no privilege on subscriptions.
+security definer
 set search_path = pg_catalog, pg_temp
 as $$
     select subscribed.origin is not null and subscribed.event_type is not null and exists (
