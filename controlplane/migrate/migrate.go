@@ -30,6 +30,9 @@ var ErrNewerDatabase = errors.New("database was migrated by a newer streamseal")
 // Result says what a Migrate call did.
 type Result struct {
 	From, To int32 // schema versions before and after
+	// CodeVersion is what streamseal.version() answers once the code package is installed: the
+	// version of the SQL surface applications see (scheme in sql/functions/version.sql).
+	CodeVersion string
 }
 
 // Migrate applies pending migrations and re-installs the function package. It is idempotent and
@@ -64,10 +67,14 @@ func Migrate(ctx context.Context, conn *pgx.Conn) (Result, error) {
 	if err := migrate.InstallCodePackage(ctx, conn, map[string]any{}, code); err != nil {
 		return Result{}, fmt.Errorf("install code package: %w", err)
 	}
+	var codeVersion string
+	if err := conn.QueryRow(ctx, "select streamseal.version()").Scan(&codeVersion); err != nil {
+		return Result{}, fmt.Errorf("read installed code package version: %w", err)
+	}
 	if err := migrateRiver(ctx, conn); err != nil {
 		return Result{}, err
 	}
-	return Result{From: from, To: known}, nil
+	return Result{From: from, To: known, CodeVersion: codeVersion}, nil
 }
 
 // RiverSchema holds River's job tables, apart from streamseal's own.

@@ -39,6 +39,22 @@ func TestMigrate(t *testing.T) {
 		}
 	})
 
+	t.Run("ReportsTheInstalledCodeVersion", func(t *testing.T) {
+		t.Parallel()
+		conn := connect(t, dbtest.New(t))
+		r, err := migrate.Migrate(ctx, conn)
+		if err != nil {
+			t.Fatalf("migrate: %v", err)
+		}
+		var installed string
+		if err := conn.QueryRow(ctx, "select streamseal.version()").Scan(&installed); err != nil {
+			t.Fatal(err)
+		}
+		if r.CodeVersion == "" || r.CodeVersion != installed {
+			t.Fatalf("Result.CodeVersion = %q; want streamseal.version() = %q", r.CodeVersion, installed)
+		}
+	})
+
 	t.Run("LeavesNoStaleFunctionBehind", func(t *testing.T) {
 		t.Parallel()
 		conn := connect(t, dbtest.New(t))

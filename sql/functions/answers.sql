@@ -14,7 +14,7 @@ create function streamseal.type_digests(lane text, from_seq bigint, to_seq bigin
 returns table (tenant text, event_type text, x0 bigint, x1 bigint, n bigint, watermark bigint)
 language plpgsql
 stable
-set search_path = ''
+set search_path = pg_catalog, pg_temp
 -- No JIT: its cost estimates grow with the store, and past jit_above_cost every call compiled
 -- for ~30 ms (a 10M-event lane's whole-lane answer: 30 ms instead of 2 ms).
 set jit = off
@@ -97,7 +97,7 @@ create function streamseal._digest_stream_walk(lane text, types text[], after_st
 returns table (stream_id text)
 language plpgsql
 stable
-set search_path = ''
+set search_path = pg_catalog, pg_temp
 set enable_sort = off
 set enable_hashagg = off
 set enable_bitmapscan = off
@@ -133,7 +133,7 @@ returns table (stream_id text, tenant text, event_type text, x0 bigint, x1 bigin
                watermark bigint, resume_after text)
 language plpgsql
 stable
-set search_path = ''
+set search_path = pg_catalog, pg_temp
 -- No JIT: its cost estimates grow with the store, and past jit_above_cost every call compiled
 -- for ~30 ms (a 10M-event lane's whole-lane answer: 30 ms instead of 2 ms).
 set jit = off

@@ -1,6 +1,8 @@
 -- append: how an application stores its own events. They land unstamped; the stamper numbers
 -- them in commit order. A plain INSERT with origin = service_name() and origin_seq null is
--- equally valid; append adds validation with clear messages and batch deduplication.
+-- equally valid for a role that may insert into events (the owner); an application connecting
+-- with streamseal_application may not, and appends here (validation with clear messages, batch
+-- deduplication).
 
 -- append stores a batch of own events in one statement and returns their ids in batch order.
 -- A bad event refuses the whole batch: nothing is written. An id repeated with identical content
@@ -10,7 +12,10 @@ create function streamseal.append(events streamseal.new_event[])
 returns setof uuid
 language plpgsql
 volatile
-set search_path = ''
+-- Runs as its owner, so streamseal_application needs no privilege on events or the digest tables
+-- the insert trigger writes (privileges.sql).
+security definer
+set search_path = pg_catalog, pg_temp
 -- No JIT on the write path: compiling took ~60 ms a statement whenever a cached plan's
 -- estimate (a transition table sized by an earlier bulk statement) crossed jit_above_cost.
 set jit = off
@@ -79,14 +84,15 @@ begin
 end
 $$;
 
--- append (single) stores one own event; a thin wrapper over the batch form.
+-- append (single) stores one own event; a thin wrapper over the batch form. It runs as its caller
+-- (no SECURITY DEFINER): the batch form it calls is where the privilege boundary is.
 create function streamseal.append(
     tenant text, stream_id text, stream_version bigint, event_type text, payload bytea,
     metadata jsonb default null, flags integer default 0, event_id uuid default null)
 returns uuid
 language sql
 volatile
-set search_path = ''
+set search_path = pg_catalog, pg_temp
 as $$
     select streamseal.append(array[row(append.event_id, append.tenant, append.stream_id, append.stream_version,
         append.event_type, append.flags, append.payload, append.metadata, null)::streamseal.new_event])

@@ -33,7 +33,7 @@ returns table (window_from bigint, window_to bigint, tenant text, event_type tex
                first_type_seq bigint, last_type_seq bigint, at_most_once int8multirange)
 language plpgsql
 volatile
-set search_path = ''
+set search_path = pg_catalog, pg_temp
 -- A window can be wide after an outage; compiling JIT code for one aggregate buys nothing.
 set jit = off
 -- Custom plans always: the window bounds must be visible to the planner so the read walks the

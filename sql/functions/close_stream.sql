@@ -10,7 +10,7 @@ create function streamseal.close_stream(tenant text, stream_id text, below_versi
 returns bigint
 language plpgsql
 volatile
-set search_path = ''
+set search_path = pg_catalog, pg_temp
 as $$
 declare
     self text := streamseal.service_name();
@@ -50,7 +50,7 @@ create function streamseal.apply_stream_closes(origin text, closes jsonb)
 returns bigint
 language plpgsql
 volatile
-set search_path = ''
+set search_path = pg_catalog, pg_temp
 as $$
 declare
     removed bigint;

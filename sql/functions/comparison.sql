@@ -31,7 +31,7 @@ create function streamseal._require_comparison(caller text, origin text, from_se
 returns void
 language plpgsql
 stable
-set search_path = ''
+set search_path = pg_catalog, pg_temp
 as $$
 begin
     perform streamseal._require_other_origin(_require_comparison.caller, _require_comparison.origin,
@@ -74,7 +74,7 @@ create function streamseal._require_parallel(caller text, names text[], sizes in
 returns void
 language plpgsql
 immutable
-set search_path = ''
+set search_path = pg_catalog, pg_temp
 as $$
 declare
     bad record;
@@ -123,7 +123,7 @@ returns table (tenant text, event_type text, local_x0 bigint, local_x1 bigint, l
                origin_x0 bigint, origin_x1 bigint, origin_n bigint, reason text)
 language plpgsql
 stable
-set search_path = ''
+set search_path = pg_catalog, pg_temp
 -- No JIT: its cost estimates grow with the store, and past jit_above_cost every call compiled
 -- for ~30 ms (a 10M-event lane's whole-lane answer: 30 ms instead of 2 ms).
 set jit = off
@@ -262,7 +262,7 @@ returns table (stream_id text, tenant text, event_type text, local_x0 bigint, lo
                origin_x0 bigint, origin_x1 bigint, origin_n bigint, reason text, skipped boolean)
 language plpgsql
 stable
-set search_path = ''
+set search_path = pg_catalog, pg_temp
 -- No JIT: its cost estimates grow with the store, and past jit_above_cost every call compiled
 -- for ~30 ms (a 10M-event lane's whole-lane answer: 30 ms instead of 2 ms).
 set jit = off

@@ -9,7 +9,7 @@ create function streamseal._apply_digest_deltas(deltas streamseal._digest_delta[
 returns void
 language sql
 volatile
-set search_path = ''
+set search_path = pg_catalog, pg_temp
 as $$
     insert into streamseal.stream_digests as d (origin, tenant, event_type, stream_id, x0, x1, n, updated_at)
     select delta.origin, delta.tenant, delta.event_type, delta.stream_id, delta.x0, delta.x1, delta.n, pg_catalog.now()
@@ -29,7 +29,7 @@ create function streamseal.recompute_digests(lane text default null)
 returns table (origin text, tenant text, event_type text, stream_id text, x0 bigint, x1 bigint, n bigint)
 language sql
 stable
-set search_path = ''
+set search_path = pg_catalog, pg_temp
 as $$
     select e.origin, e.tenant, e.event_type, e.stream_id,
            pg_catalog.bit_xor(streamseal._h0(e.event_id)),

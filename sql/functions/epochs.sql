@@ -17,7 +17,7 @@ create function streamseal.close_epochs(
 returns table (origin text, epoch bigint, buckets integer, forced boolean)
 language plpgsql
 volatile
-set search_path = ''
+set search_path = pg_catalog, pg_temp
 -- No JIT: its cost estimates grow with the store, and past jit_above_cost every call compiled
 -- for ~30 ms (a 10M-event lane's whole-lane answer: 30 ms instead of 2 ms).
 set jit = off
@@ -147,7 +147,7 @@ create function streamseal.verify_digest_epochs(max_epochs integer default 1000)
 returns table (origin text, checked integer, drifted integer, prefix_healed boolean)
 language plpgsql
 volatile
-set search_path = ''
+set search_path = pg_catalog, pg_temp
 -- Custom plans always: a generic plan for these range predicates may pick a sequential scan
 -- that costs the whole store (measured: an idle close_epochs went from 0.3 ms to 31 ms at 300k rows).
 set plan_cache_mode = force_custom_plan

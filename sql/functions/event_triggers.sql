@@ -9,7 +9,7 @@ create function streamseal._events_inserted()
 returns trigger
 language plpgsql
 volatile
-set search_path = ''
+set search_path = pg_catalog, pg_temp
 -- No JIT on the write path: compiling took ~60 ms a statement whenever a cached plan's
 -- estimate (a transition table sized by an earlier bulk statement) crossed jit_above_cost.
 set jit = off
@@ -71,7 +71,7 @@ create function streamseal._events_deleted()
 returns trigger
 language plpgsql
 volatile
-set search_path = ''
+set search_path = pg_catalog, pg_temp
 -- No JIT on the write path: compiling took ~60 ms a statement whenever a cached plan's
 -- estimate (a transition table sized by an earlier bulk statement) crossed jit_above_cost.
 set jit = off
@@ -97,7 +97,7 @@ create function streamseal._events_updated()
 returns trigger
 language plpgsql
 volatile
-set search_path = ''
+set search_path = pg_catalog, pg_temp
 -- No JIT on the write path: compiling took ~60 ms a statement whenever a cached plan's
 -- estimate (a transition table sized by an earlier bulk statement) crossed jit_above_cost.
 set jit = off
@@ -125,7 +125,7 @@ create function streamseal._events_truncated()
 returns trigger
 language plpgsql
 volatile
-set search_path = ''
+set search_path = pg_catalog, pg_temp
 as $$
 begin
     delete from streamseal.stream_digests;

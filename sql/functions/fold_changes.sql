@@ -9,7 +9,7 @@ create function streamseal._apply_epoch_deltas(deltas streamseal._epoch_delta[])
 returns void
 language sql
 volatile
-set search_path = ''
+set search_path = pg_catalog, pg_temp
 as $$
     insert into streamseal.digest_epochs as d (origin, epoch, tenant, event_type, x0, x1, n)
     select delta.origin, delta.epoch, delta.tenant, delta.event_type, delta.x0, delta.x1, delta.n
@@ -33,7 +33,7 @@ create function streamseal._bump_origin_generation()
 returns bigint
 language sql
 volatile
-set search_path = ''
+set search_path = pg_catalog, pg_temp
 as $$
     update streamseal.origin_generation g
     set generation = g.generation + 1, bumped_at = pg_catalog.now()
@@ -46,7 +46,7 @@ create function streamseal._fold_changes(changes streamseal._counted_change[])
 returns void
 language plpgsql
 volatile
-set search_path = ''
+set search_path = pg_catalog, pg_temp
 -- No JIT on the write path: compiling took ~60 ms a statement whenever a cached plan's
 -- estimate (a transition table sized by an earlier bulk statement) crossed jit_above_cost.
 set jit = off

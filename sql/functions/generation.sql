@@ -7,7 +7,7 @@ create function streamseal.origin_generation()
 returns bigint
 language sql
 stable
-set search_path = ''
+set search_path = pg_catalog, pg_temp
 as $$ select g.generation from streamseal.origin_generation g $$;
 
 -- reclassify_ephemeral marks the own events of event_type (in tenant, or all tenants when null)
@@ -17,7 +17,7 @@ create function streamseal.reclassify_ephemeral(event_type text, tenant text def
 returns bigint
 language plpgsql
 volatile
-set search_path = ''
+set search_path = pg_catalog, pg_temp
 as $$
 declare
     changed bigint;

@@ -30,7 +30,7 @@ create function streamseal._require_grant_request(caller text, service text, eve
 returns void
 language plpgsql
 immutable
-set search_path = ''
+set search_path = pg_catalog, pg_temp
 as $$
 declare
     problem text;
@@ -54,7 +54,7 @@ create function streamseal.grant_redelivery(service text, event_types text[])
 returns integer
 language plpgsql
 volatile
-set search_path = ''
+set search_path = pg_catalog, pg_temp
 as $$
 declare
     added integer;
@@ -76,7 +76,7 @@ create function streamseal.revoke_redelivery(service text, event_types text[])
 returns integer
 language plpgsql
 volatile
-set search_path = ''
+set search_path = pg_catalog, pg_temp
 as $$
 declare
     removed integer;
@@ -99,7 +99,7 @@ create function streamseal.ungranted_types(service text, event_types text[])
 returns text[]
 language plpgsql
 stable
-set search_path = ''
+set search_path = pg_catalog, pg_temp
 as $$
 declare
     missing text[];

@@ -2,11 +2,13 @@
 -- `streamseal migrate` runs this after the migrations, in one transaction, on every run: first it
 -- drops whatever the package installed before (functions with their triggers, code-only types),
 -- then it installs today's files, so the database always matches the binary and no stale
--- function or trigger survives a rename.
+-- function or trigger survives a rename. privileges.sql comes last: it revokes what Postgres
+-- grants PUBLIC on every new function and grants the application surface, on every install.
 
 {{ template "_reset.sql" . }}
 {{ template "types.sql" . }}
 {{ template "service.sql" . }}
+{{ template "version.sql" . }}
 {{ template "event_checks.sql" . }}
 {{ template "digest.sql" . }}
 {{ template "epoch_fold.sql" . }}
@@ -29,3 +31,4 @@
 {{ template "lanes.sql" . }}
 {{ template "comparison.sql" . }}
 {{ template "ledger.sql" . }}
+{{ template "privileges.sql" . }}

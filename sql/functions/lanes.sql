@@ -10,7 +10,7 @@ create function streamseal._require_lane_key(caller text, origin text, tenant te
 returns void
 language plpgsql
 stable
-set search_path = ''
+set search_path = pg_catalog, pg_temp
 as $$
 begin
     perform streamseal._require_other_origin(_require_lane_key.caller, _require_lane_key.origin,
@@ -34,7 +34,7 @@ create function streamseal._require_type_seqs(caller text, type_seqs int8multira
 returns void
 language plpgsql
 immutable
-set search_path = ''
+set search_path = pg_catalog, pg_temp
 as $$
 begin
     if _require_type_seqs.type_seqs is null or pg_catalog.isempty(_require_type_seqs.type_seqs)
@@ -60,7 +60,7 @@ create function streamseal._lane_missing(origin text, tenant text, event_type te
 returns int8multirange
 language plpgsql
 stable
-set search_path = ''
+set search_path = pg_catalog, pg_temp
 -- No JIT: a call is a few ms of index probes that a compile would never repay. verify_checkpoint
 -- already runs without it; accept_loss (the repair receiver's path) did not.
 set jit = off
@@ -109,7 +109,7 @@ create function streamseal.observe_origin(origin text, control_subject text, int
 returns boolean
 language plpgsql
 volatile
-set search_path = ''
+set search_path = pg_catalog, pg_temp
 -- The inbox calls this for every checkpoint message it receives.
 set jit = off
 as $$
@@ -175,7 +175,7 @@ create function streamseal.silent_origins(intervals integer default 3)
 returns table (origin text, silent_for interval, newly_silent boolean)
 language plpgsql
 volatile
-set search_path = ''
+set search_path = pg_catalog, pg_temp
 as $$
 begin
     if silent_origins.intervals is null or silent_origins.intervals < 1 then
@@ -211,7 +211,7 @@ returns table (tenant text, event_type text, floor bigint, suspected int8multira
                confirmed int8multirange, newly_confirmed int8multirange, to_request int8multirange)
 language plpgsql
 volatile
-set search_path = ''
+set search_path = pg_catalog, pg_temp
 -- The inbox calls this for every checkpoint message it receives.
 set jit = off
 -- Custom plans always: the lanes' floors bound the index reads of held type_seqs.
@@ -399,7 +399,7 @@ returns table (tenant text, event_type text, floor bigint, suspected int8multira
                confirmed int8multirange, newly_confirmed int8multirange, to_request int8multirange)
 language sql
 volatile
-set search_path = ''
+set search_path = pg_catalog, pg_temp
 as $$
     select v.tenant, v.event_type, v.floor, v.suspected, v.confirmed, v.newly_confirmed, v.to_request
     from streamseal._verify_checkpoint(verify_checkpoint.origin, verify_checkpoint.window_from,
@@ -415,7 +415,7 @@ create function streamseal.mark_requested(origin text, tenant text, event_type t
 returns void
 language plpgsql
 volatile
-set search_path = ''
+set search_path = pg_catalog, pg_temp
 as $$
 begin
     perform streamseal._require_lane_key('mark_requested', mark_requested.origin, mark_requested.tenant,
@@ -450,7 +450,7 @@ create function streamseal.accept_loss(origin text, tenant text, event_type text
 returns void
 language plpgsql
 volatile
-set search_path = ''
+set search_path = pg_catalog, pg_temp
 set plan_cache_mode = force_custom_plan
 as $$
 declare
@@ -504,7 +504,7 @@ create function streamseal.record_gap(origin text, tenant text, event_type text,
 returns bigint
 language plpgsql
 volatile
-set search_path = ''
+set search_path = pg_catalog, pg_temp
 as $$
 declare
     report_id bigint;

@@ -106,7 +106,7 @@ create function streamseal._require_finite_time(caller text, now_at timestamptz)
 returns void
 language plpgsql
 immutable
-set search_path = ''
+set search_path = pg_catalog, pg_temp
 as $$
 begin
     if _require_finite_time.now_at is null or not pg_catalog.isfinite(_require_finite_time.now_at) then
@@ -124,7 +124,7 @@ create function streamseal._require_ledger_buckets(caller text, origin text, buc
 returns void
 language plpgsql
 immutable
-set search_path = ''
+set search_path = pg_catalog, pg_temp
 as $$
 declare
     bad record;
@@ -183,7 +183,7 @@ returns table (tenant text, event_type text, stream_id text, reason text, report
                attempts integer, settled boolean)
 language plpgsql
 volatile
-set search_path = ''
+set search_path = pg_catalog, pg_temp
 as $$
 declare
     bad record;
@@ -310,7 +310,7 @@ create function streamseal._ledger_rows(origin text, buckets jsonb)
 returns tid[]
 language sql
 stable
-set search_path = ''
+set search_path = pg_catalog, pg_temp
 as $$
     select coalesce(pg_catalog.array_agg(r.row_id), '{}')
     from (
@@ -338,7 +338,7 @@ create function streamseal.ledger_heal(origin text, buckets jsonb, now_at timest
 returns table (tenant text, event_type text, stream_id text, heal_age interval)
 language plpgsql
 volatile
-set search_path = ''
+set search_path = pg_catalog, pg_temp
 as $$
 begin
     -- GUARD: the whole batch is checked before anything is deleted.
@@ -423,7 +423,7 @@ create function streamseal.ledger_backlog(now_at timestamptz default pg_catalog.
 returns table (origin text, unhealed bigint, exhausted bigint, oldest_age interval)
 language plpgsql
 stable
-set search_path = ''
+set search_path = pg_catalog, pg_temp
 as $$
 begin
     perform streamseal._require_finite_time('ledger_backlog', ledger_backlog.now_at);
@@ -449,7 +449,7 @@ create function streamseal.ledger_unrequest(origin text, buckets jsonb, now_at t
 returns integer
 language plpgsql
 volatile
-set search_path = ''
+set search_path = pg_catalog, pg_temp
 as $$
 declare
     changed integer;

@@ -8,7 +8,7 @@ create function streamseal.reap_ephemeral(older_than interval, max_events intege
 returns bigint
 language plpgsql
 volatile
-set search_path = ''
+set search_path = pg_catalog, pg_temp
 -- Custom plans always: a generic plan for these range predicates may pick a sequential scan
 -- that costs the whole store (measured: an idle close_epochs went from 0.3 ms to 31 ms at 300k rows).
 set plan_cache_mode = force_custom_plan

@@ -12,7 +12,7 @@ create function streamseal._require_redelivery_scope(
 returns void
 language plpgsql
 immutable
-set search_path = ''
+set search_path = pg_catalog, pg_temp
 as $$
 declare
     problem text;
@@ -52,7 +52,7 @@ create function streamseal._stream_walk(lane text, after_stream text, after_vers
 returns setof streamseal.events
 language plpgsql
 stable
-set search_path = ''
+set search_path = pg_catalog, pg_temp
 set enable_sort = off
 set enable_bitmapscan = off
 set enable_seqscan = off
@@ -106,7 +106,7 @@ returns table (event_id uuid, origin_seq bigint, type_seq bigint, tenant text, s
                occurred_at timestamptz)
 language plpgsql
 stable
-set search_path = ''
+set search_path = pg_catalog, pg_temp
 -- No JIT: its cost estimates grow with the store, and past jit_above_cost every call compiled
 -- for ~30 ms (a 10M-event lane's whole-lane answer: 30 ms instead of 2 ms).
 set jit = off
@@ -344,7 +344,7 @@ create function streamseal.redelivery_unservable(
 returns table (tenant text, event_type text, reason text, type_seqs int8multirange, origin_seqs int8multirange)
 language plpgsql
 stable
-set search_path = ''
+set search_path = pg_catalog, pg_temp
 -- No JIT: its cost estimates grow with the store, and past jit_above_cost every call compiled
 -- for ~30 ms (a 10M-event lane's whole-lane answer: 30 ms instead of 2 ms).
 set jit = off

@@ -8,7 +8,7 @@ create function streamseal.advance_seal(origin text, through bigint)
 returns bigint
 language plpgsql
 volatile
-set search_path = ''
+set search_path = pg_catalog, pg_temp
 as $$
 declare
     result bigint;
@@ -36,7 +36,7 @@ create function streamseal.seal_generation_guard(origin text, generation bigint)
 returns text
 language plpgsql
 volatile
-set search_path = ''
+set search_path = pg_catalog, pg_temp
 as $$
 declare
     current streamseal.seals;

@@ -7,7 +7,7 @@ create function streamseal.set_service_name(name text)
 returns text
 language plpgsql
 volatile
-set search_path = ''
+set search_path = pg_catalog, pg_temp
 as $$
 declare
     current_name text;
@@ -37,7 +37,9 @@ create function streamseal.service_name()
 returns text
 language plpgsql
 stable
-set search_path = ''
+-- Runs as its owner: streamseal_application holds no privilege on the service table.
+security definer
+set search_path = pg_catalog, pg_temp
 as $$
 declare
     current_name text;
@@ -58,7 +60,7 @@ create function streamseal._require_other_origin(caller text, origin text, purpo
 returns void
 language plpgsql
 stable
-set search_path = ''
+set search_path = pg_catalog, pg_temp
 as $$
 begin
     if _require_other_origin.origin is null or _require_other_origin.origin !~ '^[a-z][a-z0-9-]{0,62}$' then

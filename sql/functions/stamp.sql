@@ -14,7 +14,7 @@ create function streamseal.stamp(max_events integer default 10000)
 returns table (stamped integer, last_origin_seq bigint, oldest_wait_seconds double precision)
 language plpgsql
 volatile
-set search_path = ''
+set search_path = pg_catalog, pg_temp
 -- No JIT on the write path: compiling took ~60 ms a statement whenever a cached plan's
 -- estimate (a transition table sized by an earlier bulk statement) crossed jit_above_cost.
 set jit = off

@@ -10,7 +10,7 @@ create function streamseal._subscription_key(caller text, origin text, event_typ
 returns text
 language plpgsql
 stable
-set search_path = ''
+set search_path = pg_catalog, pg_temp
 as $$
 declare
     self text;
@@ -45,7 +45,9 @@ create function streamseal.subscribe(event_types text[], origin text default nul
 returns integer
 language plpgsql
 volatile
-set search_path = ''
+-- Runs as its owner: streamseal_application holds no privilege on subscriptions (privileges.sql).
+security definer
+set search_path = pg_catalog, pg_temp
 as $$
 declare
     stored_origin text := streamseal._subscription_key('subscribe', subscribe.origin, subscribe.event_types, 'a subscription');
@@ -68,7 +70,9 @@ create function streamseal.unsubscribe(event_types text[], origin text default n
 returns integer
 language plpgsql
 volatile
-set search_path = ''
+-- Runs as its owner: streamseal_application holds no privilege on subscriptions or lanes.
+security definer
+set search_path = pg_catalog, pg_temp
 as $$
 declare
     stored_origin text := streamseal._subscription_key('unsubscribe', unsubscribe.origin, unsubscribe.event_types,
@@ -95,7 +99,9 @@ create function streamseal.subscribed(origin text, event_type text)
 returns boolean
 language sql
 stable
-set search_path = ''
+-- Runs as its owner: streamseal_application holds no privilege on subscriptions.
+security definer
+set search_path = pg_catalog, pg_temp
 as $$
     select subscribed.origin is not null and subscribed.event_type is not null and exists (
         select from streamseal.subscriptions s

@@ -11,7 +11,7 @@ create function streamseal.verify_stream_digests(heal boolean default true, lane
 returns setof streamseal._digest_difference
 language plpgsql
 volatile
-set search_path = ''
+set search_path = pg_catalog, pg_temp
 as $$
 declare
     differences streamseal._digest_difference[];
