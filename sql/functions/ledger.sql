@@ -375,7 +375,7 @@ create function streamseal.ledger_heal_matched(origin text, event_types text[], 
 returns table (tenant text, event_type text, stream_id text, heal_age interval)
 language plpgsql
 volatile
-set search_path = ''
+set search_path = pg_catalog, pg_temp
 as $$
 declare
     cleared jsonb;
