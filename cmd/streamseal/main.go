@@ -181,12 +181,12 @@ func cmdRun(ctx context.Context, args []string, out io.Writer) error {
 		return fmt.Errorf("%w (pass --service)", err)
 	}
 	if types := splitList(*consumes); len(types) > 0 {
-		if _, err := pool.Exec(ctx, "select streamseal.subscribe($1)", types); err != nil {
+		if err := store.SubscriptionsAdd(ctx, pool, types); err != nil {
 			return fmt.Errorf("--consumes: %w", err)
 		}
 	}
 	for grantee, types := range grants {
-		if _, err := pool.Exec(ctx, "select streamseal.grant_redelivery($1, $2)", grantee, types); err != nil {
+		if err := store.GrantsAdd(ctx, pool, grantee, types); err != nil {
 			return fmt.Errorf("--grant %s: %w", grantee, err)
 		}
 	}
@@ -309,49 +309,14 @@ func cmdAudit(ctx context.Context, args []string, out io.Writer) error {
 	auditor := &audit.Auditor{Pool: pool, JS: js, Service: service, Config: settings, Logger: slog.Default(),
 		Limits: audit.Limits{MaxDrillDownTypes: settings.MaxDrillDownTypesPerAudit, MaxDigests: settings.MaxDigestsPerManifest,
 			MaxRequests: settings.MaxAutoRepairRequestsPerAudit}}
-	lines := map[string]*progress.Line{}
-	terminal := progress.IsTerminal(os.Stdout)
-	auditor.OnProgress = func(p audit.Progress) {
-		if lines[p.Origin] == nil {
-			lines[p.Origin] = &progress.Line{Out: out, Terminal: terminal, Label: "audit " + p.Origin + ": drill-down", Unit: "events"}
-		}
-		lines[p.Origin].Report(p.Done, p.Total)
-	}
+	report, end := audit.ProgressLines(out, progress.IsTerminal(os.Stdout))
+	auditor.OnProgress = report
 	findings, err := auditor.RunBeside(ctx, nc, audit.Scope{Origin: *origin, Full: *full})
-	for _, l := range lines {
-		l.End()
-	}
-	for _, f := range findings {
-		printFinding(out, f, settings.RepairMode)
-	}
-	if err == nil && len(findings) == 0 {
-		fmt.Fprintln(out, "audit: no known origin (this service learns origins from their checkpoints)")
+	end()
+	if err == nil || len(findings) > 0 {
+		audit.WriteFindings(out, findings, settings.RepairMode)
 	}
 	return err
-}
-
-func printFinding(out io.Writer, f audit.Finding, mode string) {
-	if f.Skipped != "" {
-		fmt.Fprintf(out, "audit %s: skipped: %s\n", f.Origin, f.Skipped)
-		return
-	}
-	byReason := map[string]int{}
-	for _, b := range f.Divergent {
-		byReason[b.Reason]++
-	}
-	fmt.Fprintf(out, "audit %s: window [%d, %d): %d divergent buckets (deficit %d, identity_mismatch %d, local_extra %d)\n",
-		f.Origin, f.From, f.To, len(f.Divergent), byReason["deficit"], byReason["identity_mismatch"], byReason["local_extra"])
-	for _, b := range f.Divergent {
-		fmt.Fprintf(out, "  %-17s %s/%s stream %s: local n=%d, origin n=%d\n", b.Reason, b.Tenant, b.Type, b.Stream, b.LocalN, b.OriginN)
-	}
-	verb := "sent"
-	if mode == config.ReportOnly {
-		verb = "would send (report-only)"
-	}
-	fmt.Fprintf(out, "audit %s: repair requests %s: %d\n", f.Origin, verb, f.Requests)
-	if f.Sealed {
-		fmt.Fprintf(out, "audit %s: window certified; seal now %d\n", f.Origin, f.SealedThrough)
-	}
 }
 
 // operatorConn is what an operator command works with: this service's database, its name, and a
