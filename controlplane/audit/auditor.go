@@ -39,10 +39,10 @@ type Limits struct {
 
 // Defaults of Limits, used where a field is left zero.
 const (
-	MaxDrillDownTypesDefault = 10
+	MaxDrillDownTypesDefault = config.MaxDrillDownTypesPerAuditDefault
 	MaxPagesDefault          = 10
-	MaxDigestsDefault        = 500
-	MaxRequestsDefault       = 25
+	MaxDigestsDefault        = config.MaxDigestsPerManifestDefault
+	MaxRequestsDefault       = config.MaxAutoRepairRequestsPerAuditDefault
 	AnswerTimeoutDefault     = 30 * time.Second
 )
 

@@ -14,13 +14,14 @@ import (
 	"github.com/riverqueue/river"
 
 	"github.com/streamseal/streamseal/controlplane/audit"
+	"github.com/streamseal/streamseal/controlplane/config"
 	"github.com/streamseal/streamseal/controlplane/metrics"
 	"github.com/streamseal/streamseal/controlplane/store"
 )
 
 // DefaultSweepCron is the sweep's default schedule; its minute is replaced by the service's
 // splay so a fleet does not sweep in the same minute.
-const DefaultSweepCron = "0 3 * * *"
+const DefaultSweepCron = config.FullSweepCronDefault
 
 // Splay is a service's stable minute, FNV-1a of its name mod 60. Go's map hashing and
 // string.GetHashCode-style hashes are randomized per process and would re-randomize the very

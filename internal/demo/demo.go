@@ -45,7 +45,7 @@ type Options struct {
 	// (and billing's defect still dropping some), each serving /metrics, /healthz and /readyz
 	// on MetricsAddr's port and the next two, until ctx ends (Ctrl-C).
 	Keep        bool
-	MetricsAddr string // default 127.0.0.1:9464; port 0 picks free ports
+	MetricsAddr string // default config.DemoMetricsAddrDefault; port 0 picks free ports
 }
 
 // Run plays the demo on databases of server.
@@ -269,7 +269,7 @@ func fingerprint(ctx context.Context, pool *pgxpool.Pool, types []string) string
 // metricsPorts reads the kept demo's metrics address: orders serves on its port, billing and
 // shipping on the next two (port 0: each on a free port).
 func metricsPorts(addr string) (string, int, error) {
-	addr = cmp.Or(addr, "127.0.0.1:9464")
+	addr = cmp.Or(addr, config.DemoMetricsAddrDefault)
 	host, portText, err := net.SplitHostPort(addr)
 	if err != nil {
 		return "", 0, fmt.Errorf("demo: metrics address %q: %w", addr, err)

@@ -1,0 +1,132 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/streamseal/streamseal/controlplane/config"
+	"github.com/streamseal/streamseal/internal/bench"
+	"github.com/streamseal/streamseal/internal/scratchdb"
+)
+
+// benchmarks are what `streamseal bench <name>` runs, each at its full size or, with --quick,
+// its smaller one, on scratch databases of server.
+var benchmarks = []struct {
+	name, about string
+	run         func(ctx context.Context, server *scratchdb.Server, quick bool, out io.Writer) error
+}{
+	{"write", "append + stamp + digests against a plain-insert baseline", func(ctx context.Context, server *scratchdb.Server, quick bool, out io.Writer) error {
+		return onBenchService(ctx, server, func(pool *pgxpool.Pool) error {
+			_, err := bench.Write(ctx, pool, pick(quick, bench.QuickWrite, bench.FullWrite), out)
+			return err
+		})
+	}},
+	{"epochs", "whole-lane type_digests from sealed epochs against a full recompute, at two sizes", func(ctx context.Context, server *scratchdb.Server, quick bool, out io.Writer) error {
+		return onBenchService(ctx, server, func(pool *pgxpool.Pool) error {
+			_, err := bench.Epochs(ctx, pool, pick(quick, bench.QuickEpochs, bench.FullEpochs), out)
+			return err
+		})
+	}},
+	{"repair", "end-to-end redelivery throughput, wire bytes against payload bytes, relay lag", func(ctx context.Context, server *scratchdb.Server, quick bool, out io.Writer) error {
+		_, err := bench.Repair(ctx, benchDatabases(server), pick(quick, bench.QuickRepair, bench.FullRepair), out)
+		return err
+	}},
+	{"detect", "gap detection latency in checkpoint intervals; checkpoint cost as the store grows", func(ctx context.Context, server *scratchdb.Server, quick bool, out io.Writer) error {
+		return bench.Detect(ctx, benchDatabases(server), pick(quick, bench.QuickDetect, bench.FullDetect), out)
+	}},
+	{"audit", "wire bytes and time of a healthy audit as the lane grows, of a damaged one, and the naive diff", func(ctx context.Context, server *scratchdb.Server, quick bool, out io.Writer) error {
+		return bench.Audit(ctx, benchDatabases(server), pick(quick, bench.QuickAudit, bench.FullAudit), out)
+	}},
+}
+
+func benchmarkNames() []string {
+	var names []string
+	for _, b := range benchmarks {
+		names = append(names, b.name)
+	}
+	return names
+}
+
+// benchAbout lists the benchmarks in bench's -h.
+var benchAbout = func() string {
+	var b strings.Builder
+	b.WriteString("benchmarks:\n")
+	for _, bm := range benchmarks {
+		fmt.Fprintf(&b, "  %-8s %s\n", bm.name, bm.about)
+	}
+	return b.String()
+}()
+
+// benchOpts are bench's options: the benchmark (its one argument), --quick, --database-url.
+type benchOpts struct {
+	config.Options
+	Benchmark string
+}
+
+func (o *benchOpts) options() *config.Options { return &o.Options }
+
+func (o *benchOpts) Validate() error { return o.ValidateFor(config.CommandBench) }
+
+func (o *benchOpts) setArgs(args []string) error {
+	names := benchmarkNames()
+	expected := strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1]
+	switch {
+	case len(args) == 0:
+		return fmt.Errorf("a benchmark name is required: expected %s", expected)
+	case len(args) > 1:
+		return fmt.Errorf("unexpected argument %q", args[1])
+	}
+	for _, n := range names {
+		if args[0] == n {
+			o.Benchmark = n
+			return nil
+		}
+	}
+	return fmt.Errorf("unknown benchmark %q: expected %s", args[0], expected)
+}
+
+// benchCmd runs one benchmark on a throwaway cluster, or on --database-url's server.
+type benchCmd struct{ commandBase }
+
+func (c *benchCmd) Run(ctx context.Context, o *benchOpts) error {
+	server, err := scratchdb.Open(ctx, o.ScratchURL)
+	if err != nil {
+		return err
+	}
+	c.onClose(func() { server.Close() })
+	for _, b := range benchmarks {
+		if b.name == o.Benchmark {
+			return b.run(ctx, server, o.Quick, c.Out)
+		}
+	}
+	return fmt.Errorf("unknown benchmark %q", o.Benchmark) // Validate refused it already
+}
+
+// pick is the quick or the full size of a benchmark.
+func pick[T any](quick bool, small, full T) T {
+	if quick {
+		return small
+	}
+	return full
+}
+
+// benchDatabases creates one scratch database per service a multi-service benchmark starts.
+func benchDatabases(server *scratchdb.Server) func(ctx context.Context, service string) (string, error) {
+	return func(ctx context.Context, service string) (string, error) {
+		return server.CreateDatabase(ctx, "streamseal_bench_"+strings.ReplaceAll(service, "-", "_"))
+	}
+}
+
+// onBenchService runs f on the one migrated service database a single-store benchmark uses.
+func onBenchService(ctx context.Context, server *scratchdb.Server, f func(pool *pgxpool.Pool) error) error {
+	pool, err := server.CreateService(ctx, "streamseal_bench", "bench")
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	return f(pool)
+}

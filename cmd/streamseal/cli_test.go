@@ -1,0 +1,192 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/streamseal/streamseal/controlplane/config"
+)
+
+// binary is the streamseal binary built once for these tests, so they see what a user sees:
+// its output and its exit status.
+var binary string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "streamseal-cli-")
+	if err != nil {
+		panic(err)
+	}
+	binary = filepath.Join(dir, "streamseal")
+	if out, err := exec.Command("go", "build", "-o", binary, ".").CombinedOutput(); err != nil {
+		os.RemoveAll(dir)
+		panic("go build: " + err.Error() + "\n" + string(out))
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// result is what one run of the binary printed and how it exited.
+type result struct {
+	stdout, stderr string
+	code           int
+}
+
+// streamseal runs the binary with args and env (and no STREAMSEAL_* variable from the
+// environment the tests run in).
+func streamseal(t *testing.T, env []string, args ...string) result {
+	t.Helper()
+	cmd := exec.Command(binary, args...)
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "STREAMSEAL_") {
+			cmd.Env = append(cmd.Env, kv)
+		}
+	}
+	cmd.Env = append(cmd.Env, env...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	r := result{stdout: stdout.String(), stderr: stderr.String()}
+	var exit *exec.ExitError
+	switch {
+	case errors.As(err, &exit):
+		r.code = exit.ExitCode()
+	case err != nil:
+		t.Fatalf("run %v: %v", args, err)
+	}
+	return r
+}
+
+// TestHelpListsTheOptionsConfigDefines: `streamseal <cmd> -h` shows exactly the flags the
+// option table defines for cmd, no more (a flag defined only in cmd/) and no fewer, each with
+// the usage the table renders, and exits 0.
+func TestHelpListsTheOptionsConfigDefines(t *testing.T) {
+	t.Parallel()
+	flagLine := regexp.MustCompile(`(?m)^\s+--?([a-z][a-z0-9-]*)\b`)
+	for _, command := range config.Commands {
+		t.Run(command, func(t *testing.T) {
+			t.Parallel()
+			r := streamseal(t, nil, command, "-h")
+			if r.code != 0 {
+				t.Errorf("exit status %d, want 0 for -h", r.code)
+			}
+			var shown []string
+			for _, m := range flagLine.FindAllStringSubmatch(r.stdout, -1) {
+				shown = append(shown, m[1])
+			}
+			var defined []string
+			for _, o := range config.For(command) {
+				defined = append(defined, o.Flag)
+			}
+			slices.Sort(shown)
+			slices.Sort(defined)
+			if !slices.Equal(shown, defined) {
+				t.Errorf("-h shows %v\nconfig defines %v\nstdout:\n%s\nstderr:\n%s", shown, defined, r.stdout, r.stderr)
+			}
+			for _, o := range config.For(command) {
+				if !strings.Contains(r.stdout, o.Usage(command)) {
+					t.Errorf("-h lacks --%s's usage %q", o.Flag, o.Usage(command))
+				}
+			}
+		})
+	}
+}
+
+// TestUsageErrorsNameTheFlag: a bad invocation exits with status 2 and says, one line per
+// problem, which flag is missing or wrong and what it accepts.
+func TestUsageErrorsNameTheFlag(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name  string
+		env   []string
+		args  []string
+		lines []string // stderr's problem lines, all of them, in order
+	}{
+		{name: "InvalidOriginIsNamedAlongsideEachMissingFlag", args: []string{"repair", "--origin", "BAD!"}, lines: []string{
+			"streamseal repair: --database-url is required (or STREAMSEAL_DATABASE_URL): this service's database, a PostgreSQL URL",
+			"streamseal repair: --nats-url is required (or STREAMSEAL_NATS_URL): the NATS server",
+			`streamseal repair: --origin "BAD!" is not a service name: expected [a-z][a-z0-9-]{0,62}`,
+			"streamseal repair: --types is required: comma-separated event types to ask for",
+			"streamseal repair: --tenant is required: comma-separated tenants to ask for",
+		}},
+		{name: "OutOfRangeValueIsNamedWithItsRange", env: []string{"STREAMSEAL_DATABASE_URL=postgres://unused"},
+			args:  []string{"repair", "--nats-url", "nats://unused", "--origin", "orders", "--types", "a", "--tenant", "t", "--max-events", "0"},
+			lines: []string{"streamseal repair: --max-events 0 is out of range: expected >= 1"}},
+		{name: "EmptyWindowNamesBothEnds", env: []string{"STREAMSEAL_DATABASE_URL=postgres://unused", "STREAMSEAL_NATS_URL=nats://unused"},
+			args:  []string{"repair", "--origin", "orders", "--types", "a", "--tenant", "t", "--from", "10", "--to", "5"},
+			lines: []string{"streamseal repair: --to 5 is not above --from 10: the window [from, to) would be empty"}},
+		{name: "MissingRequiredFlag", args: []string{"migrate"}, lines: []string{
+			"streamseal migrate: --database-url is required (or STREAMSEAL_DATABASE_URL): this service's database, a PostgreSQL URL",
+		}},
+		{name: "AuditNeedsNATS", args: []string{"audit", "--database-url", "postgres://unused"}, lines: []string{
+			"streamseal audit: --nats-url is required (or STREAMSEAL_NATS_URL): the NATS server",
+		}},
+		{name: "AuditOriginIsAServiceName", args: []string{"audit", "--database-url", "postgres://unused", "--nats-url", "nats://unused", "--origin", "Orders"}, lines: []string{
+			`streamseal audit: --origin "Orders" is not a service name: expected [a-z][a-z0-9-]{0,62}`,
+		}},
+		{name: "TunablesAreCheckedWithTheCommand", args: []string{"run", "--database-url", "postgres://unused", "--liveness-intervals", "1", "--repair-mode", "yolo"}, lines: []string{
+			"streamseal run: --liveness-intervals 1 is out of range: expected 2..100",
+			`streamseal run: --repair-mode "yolo" is not a mode: expected auto-repair-capped or report-only`,
+		}},
+		{name: "UnparsableEnvironmentIsNamed", env: []string{"STREAMSEAL_LIVENESS_INTERVALS=three"}, args: []string{"run", "--database-url", "postgres://unused"}, lines: []string{
+			`streamseal run: STREAMSEAL_LIVENESS_INTERVALS "three": expected an integer`,
+		}},
+		{name: "UnparsableFlagIsNamed", args: []string{"run", "--epoch-width", "ten"}, lines: []string{
+			`streamseal run: invalid value "ten" for flag -epoch-width: expected an integer`,
+		}},
+		{name: "UnknownFlag", args: []string{"status", "--nope"}, lines: []string{
+			"streamseal status: flag provided but not defined: -nope",
+		}},
+		{name: "UnexpectedArgument", args: []string{"status", "--database-url", "postgres://unused", "extra"}, lines: []string{
+			`streamseal status: unexpected argument "extra"`,
+		}},
+		{name: "UnknownCommand", args: []string{"frobnicate"}, lines: []string{
+			`streamseal: unknown command "frobnicate"`,
+		}},
+		{name: "BenchNeedsABenchmark", args: []string{"bench", "--quick"}, lines: []string{
+			"streamseal bench: a benchmark name is required: expected write, epochs, repair, detect or audit",
+		}},
+		{name: "UnknownBenchmark", args: []string{"bench", "fast"}, lines: []string{
+			`streamseal bench: unknown benchmark "fast": expected write, epochs, repair, detect or audit`,
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			r := streamseal(t, tt.env, tt.args...)
+			if r.code != 2 {
+				t.Errorf("exit status %d, want 2 (usage)", r.code)
+			}
+			lines := strings.Split(r.stderr, "\n")
+			at := 0
+			for _, want := range tt.lines {
+				i := slices.Index(lines[at:], want)
+				if i < 0 {
+					t.Fatalf("stderr lacks the line (in order)\n%s\nstderr:\n%s", want, r.stderr)
+				}
+				at += i + 1
+			}
+			// The problems come first, one a line, then a blank line and a hint.
+			if problems := slices.Index(lines, ""); problems != len(tt.lines) {
+				t.Errorf("%d problem lines before the hint, want %d:\n%s", problems, len(tt.lines), r.stderr)
+			}
+		})
+	}
+}
+
+// TestRuntimeErrorsExitWithStatusOne: a valid invocation that fails at its work (here, a
+// database that does not answer) is not a usage error.
+func TestRuntimeErrorsExitWithStatusOne(t *testing.T) {
+	t.Parallel()
+	r := streamseal(t, nil, "status", "--database-url", "postgres://nobody@127.0.0.1:1/none?connect_timeout=5")
+	if r.code != 1 || !strings.HasPrefix(r.stderr, "streamseal: ") {
+		t.Fatalf("exit status %d, stderr %q; want 1 and a streamseal: line", r.code, r.stderr)
+	}
+}
