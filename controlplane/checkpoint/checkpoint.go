@@ -257,11 +257,19 @@ func (v *Verifier) act(ctx context.Context, cp wire.Checkpoint, l store.LaneVerd
 	}
 	v.requests.Add(1)
 	v.Metrics.RepairRequested("checkpoint", cp.Origin)
-	if err := store.LaneMarkRequested(ctx, v.Pool, cp.Origin, l.Tenant, l.EventType, l.ToRequest); err != nil {
+	attempts, err := store.LaneMarkRequested(ctx, v.Pool, cp.Origin, l.Tenant, l.EventType, l.ToRequest,
+		store.RequestBackoff{Base: v.Config.RepairRetryAfter, MaxAttempts: v.Config.MaxRepairAttemptsPerBucket})
+	if err != nil {
 		return err
 	}
-	v.Logger.Warn("checkpoint: repair "+strings.ReplaceAll(action, "_", " "), "origin", cp.Origin, "tenant", l.Tenant,
-		"type", l.EventType, "type_seqs", ranges(l.ToRequest), "request", req.RequestID)
+	level := slog.LevelWarn
+	if attempts >= v.Config.MaxRepairAttemptsPerBucket {
+		// The budget is spent: the lane keeps being asked at the slowest rung, and says so loudly.
+		level = slog.LevelError
+	}
+	v.Logger.Log(ctx, level, "checkpoint: repair "+strings.ReplaceAll(action, "_", " "), "origin", cp.Origin, "tenant", l.Tenant,
+		"type", l.EventType, "type_seqs", ranges(l.ToRequest), "request", req.RequestID, "attempt", attempts,
+		"budget_spent", attempts >= v.Config.MaxRepairAttemptsPerBucket)
 	return nil
 }
 

@@ -64,7 +64,8 @@ type LaneVerdict struct {
 	Floor             int64
 	NewlyConfirmed    [][2]int64 // holes confirmed by this checkpoint (two-cycle confirmation)
 	Confirmed         [][2]int64 // every confirmed hole
-	ToRequest         [][2]int64 // confirmed holes not yet requested
+	ToRequest         [][2]int64 // confirmed holes not requested, or whose request is past its deadline
+	RequestAttempts   int        // asks of the lane's outstanding ranges so far
 }
 
 // CheckpointVerify compares this store with a checkpoint (streamseal.verify_checkpoint).
@@ -78,7 +79,8 @@ func CheckpointVerify(ctx context.Context, db Querier, w CheckpointWindow) ([]La
 		atMostOnce[i] = multirange(t.AtMostOnce)
 	}
 	rows, err := db.Query(ctx, `
-		select tenant, event_type, floor, `+rangesSQL("newly_confirmed")+`, `+rangesSQL("confirmed")+`, `+rangesSQL("to_request")+`
+		select tenant, event_type, floor, `+rangesSQL("newly_confirmed")+`, `+rangesSQL("confirmed")+`, `+rangesSQL("to_request")+`,
+		       request_attempts
 		from streamseal.verify_checkpoint($1, $2, $3, $4, $5, $6, $7, $8, $9::int8multirange[])`,
 		w.Origin, w.From, w.To, w.EventType, tenants, counts, firsts, lasts, atMostOnce)
 	if err != nil {
@@ -87,7 +89,7 @@ func CheckpointVerify(ctx context.Context, db Querier, w CheckpointWindow) ([]La
 	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (LaneVerdict, error) {
 		var v LaneVerdict
 		var newly, confirmed, toRequest [][]int64
-		err := row.Scan(&v.Tenant, &v.EventType, &v.Floor, &newly, &confirmed, &toRequest)
+		err := row.Scan(&v.Tenant, &v.EventType, &v.Floor, &newly, &confirmed, &toRequest, &v.RequestAttempts)
 		v.NewlyConfirmed, v.Confirmed, v.ToRequest = rangePairs(newly), rangePairs(confirmed), rangePairs(toRequest)
 		return v, err
 	})

@@ -29,13 +29,23 @@ func LaneGapRecord(ctx context.Context, db Querier, g Gap) error {
 	return nil
 }
 
-// LaneMarkRequested marks a lane's type_seq ranges as requested (streamseal.mark_requested).
-func LaneMarkRequested(ctx context.Context, db Querier, origin, tenant, eventType string, typeSeqs [][2]int64) error {
-	if _, err := db.Exec(ctx, "select streamseal.mark_requested($1, $2, $3, $4::int8multirange)",
-		origin, tenant, eventType, multirange(typeSeqs)); err != nil {
-		return classify("mark requested", err)
+// RequestBackoff is how a lane's unhealed request is asked again: the k-th ask waits
+// Base × 2^(k-1), up to the MaxAttempts-th rung, where it stays (backoff.sql).
+type RequestBackoff struct {
+	Base        time.Duration
+	MaxAttempts int
+}
+
+// LaneMarkRequested marks a lane's type_seq ranges as requested until their deadline
+// (streamseal.mark_requested) and returns the lane's attempts so far; attempts >= MaxAttempts
+// means the budget is spent.
+func LaneMarkRequested(ctx context.Context, db Querier, origin, tenant, eventType string, typeSeqs [][2]int64, b RequestBackoff) (int, error) {
+	var attempts int
+	if err := db.QueryRow(ctx, "select streamseal.mark_requested($1, $2, $3, $4::int8multirange, make_interval(secs => $5), $6)",
+		origin, tenant, eventType, multirange(typeSeqs), b.Base.Seconds(), b.MaxAttempts).Scan(&attempts); err != nil {
+		return 0, classify("mark requested", err)
 	}
-	return nil
+	return attempts, nil
 }
 
 // LaneAcceptLoss records type_seq ranges an origin says it cannot serve as an accepted loss of

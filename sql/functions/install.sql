@@ -8,6 +8,7 @@
 {{ template "_reset.sql" . }}
 {{ template "types.sql" . }}
 {{ template "service.sql" . }}
+{{ template "backoff.sql" . }}
 {{ template "version.sql" . }}
 {{ template "event_checks.sql" . }}
 {{ template "digest.sql" . }}

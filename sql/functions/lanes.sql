@@ -206,9 +206,11 @@ $$;
 -- name an input and a result column alike (event_type), and the public signature does.
 create function streamseal._verify_checkpoint(
     origin text, window_from bigint, window_to bigint, checkpoint_type text, tenants text[],
-    counts bigint[], first_type_seqs bigint[], last_type_seqs bigint[], at_most_once int8multirange[])
+    counts bigint[], first_type_seqs bigint[], last_type_seqs bigint[], at_most_once int8multirange[],
+    now_at timestamptz)
 returns table (tenant text, event_type text, floor bigint, suspected int8multirange,
-               confirmed int8multirange, newly_confirmed int8multirange, to_request int8multirange)
+               confirmed int8multirange, newly_confirmed int8multirange, to_request int8multirange,
+               request_attempts integer)
 language plpgsql
 volatile
 set search_path = pg_catalog, pg_temp
@@ -225,6 +227,7 @@ begin
     -- GUARD: a checkpoint message is read whole or refused whole.
     perform streamseal._require_lane_key('verify_checkpoint', _verify_checkpoint.origin, '',
                                          _verify_checkpoint.checkpoint_type);
+    perform streamseal._require_finite_time('verify_checkpoint', _verify_checkpoint.now_at);
     if _verify_checkpoint.window_from is null or _verify_checkpoint.window_to is null
        or _verify_checkpoint.window_from < 0 or _verify_checkpoint.window_to < _verify_checkpoint.window_from then
         raise exception 'verify_checkpoint: window [%, %) of origin "%" is invalid: expected 0 <= from <= to',
@@ -328,6 +331,7 @@ begin
         -- hole seen once is confirmed by the next checkpoint even when it is empty. A checkpoint
         -- arriving out of order announces less than known and can never shrink the range.
         select l.origin, l.tenant, l.event_type, l.floor, l.last_type_seq, l.suspected, l.confirmed, l.requested,
+               l.request_attempts, l.next_request_at,
                l.accepted + g.amo as accepted,
                greatest(l.last_type_seq, g.last) as announced
         from streamseal.lanes l
@@ -348,8 +352,16 @@ begin
                (g.confirmed * g.missing) + (g.missing * g.suspected) as confirmed_now,
                -- THE FLOOR NEVER PASSES A HOLE, and never moves down.
                greatest(g.floor, case when pg_catalog.isempty(g.missing) then g.announced
-                                      else pg_catalog.lower(g.missing) - 1 end) as floor_now
+                                      else pg_catalog.lower(g.missing) - 1 end) as floor_now,
+               g.requested * g.missing as requested_now
         from gaps g
+    ), due as (
+        -- A request not healed by its deadline is due again (invariant 14); nothing requested,
+        -- nothing on the ladder.
+        select j.*,
+               not pg_catalog.isempty(j.requested_now) and j.next_request_at <= _verify_checkpoint.now_at as reask,
+               case when pg_catalog.isempty(j.requested_now) then 0 else j.request_attempts end as attempts_now
+        from judged j
     ), updated as (
         update streamseal.lanes l
         -- Below the floor nothing is checked again: the working set keeps only what lies above.
@@ -357,15 +369,19 @@ begin
             last_type_seq = j.announced,
             confirmed = j.confirmed_now,
             suspected = j.missing - j.confirmed_now,
-            requested = j.requested * j.missing,
+            requested = j.requested_now,
+            request_attempts = j.attempts_now,
+            next_request_at = case when pg_catalog.isempty(j.requested_now) then null else j.next_request_at end,
             floor = j.floor_now,
-            checked_at = pg_catalog.now()
-        from judged j
+            checked_at = _verify_checkpoint.now_at
+        from due j
         where l.origin = j.origin and l.tenant = j.tenant and l.event_type = j.event_type
         returning l.tenant, l.event_type, l.floor, l.suspected, l.confirmed, j.newly_confirmed,
-                  l.confirmed - l.requested as to_request
+                  case when j.reask then l.confirmed else l.confirmed - l.requested end as to_request,
+                  l.request_attempts
     )
-    select u.tenant, u.event_type, u.floor, u.suspected, u.confirmed, u.newly_confirmed, u.to_request
+    select u.tenant, u.event_type, u.floor, u.suspected, u.confirmed, u.newly_confirmed, u.to_request,
+           u.request_attempts
     from updated u
     order by u.tenant;
 end
@@ -394,44 +410,77 @@ $$;
 -- The window is validated and not otherwise read: type_seqs, not origin_seqs, name holes.
 create function streamseal.verify_checkpoint(
     origin text, window_from bigint, window_to bigint, event_type text, tenants text[], counts bigint[],
-    first_type_seqs bigint[], last_type_seqs bigint[], at_most_once int8multirange[])
+    first_type_seqs bigint[], last_type_seqs bigint[], at_most_once int8multirange[],
+    now_at timestamptz default pg_catalog.now())
 returns table (tenant text, event_type text, floor bigint, suspected int8multirange,
-               confirmed int8multirange, newly_confirmed int8multirange, to_request int8multirange)
+               confirmed int8multirange, newly_confirmed int8multirange, to_request int8multirange,
+               request_attempts integer)
 language sql
 volatile
 set search_path = pg_catalog, pg_temp
 as $$
-    select v.tenant, v.event_type, v.floor, v.suspected, v.confirmed, v.newly_confirmed, v.to_request
+    select v.tenant, v.event_type, v.floor, v.suspected, v.confirmed, v.newly_confirmed, v.to_request,
+           v.request_attempts
     from streamseal._verify_checkpoint(verify_checkpoint.origin, verify_checkpoint.window_from,
         verify_checkpoint.window_to, verify_checkpoint.event_type, verify_checkpoint.tenants,
         verify_checkpoint.counts, verify_checkpoint.first_type_seqs, verify_checkpoint.last_type_seqs,
-        verify_checkpoint.at_most_once) v
+        verify_checkpoint.at_most_once, verify_checkpoint.now_at) v
 $$;
 
 -- mark_requested records that type_seqs of a lane were asked for (a redelivery request went to
--- the origin), so the next checkpoint does not return them in to_request again. requested keeps
--- only what is still missing: a range that arrives leaves it.
-create function streamseal.mark_requested(origin text, tenant text, event_type text, type_seqs int8multirange)
-returns void
+-- the origin), so checkpoints do not return them in to_request again before their deadline.
+-- requested keeps only what is still missing: a range that arrives leaves it. The deadline is
+-- the repair backoff (backoff.sql): a re-ask (type_seqs overlaps what was requested) counts an
+-- attempt and waits longer; a first ask starts the ladder at one attempt; a new range added
+-- while the lane waits joins the running deadline without an attempt (it was never asked).
+-- now_at is the clock (injectable for tests). Returns the lane's attempts after the call:
+-- attempts >= max_attempts means the budget is spent (the caller raises the alarm; the lane
+-- keeps being asked at the slowest rung).
+create function streamseal.mark_requested(origin text, tenant text, event_type text, type_seqs int8multirange,
+                                          backoff_base interval default interval '300 seconds',
+                                          max_attempts integer default 8,
+                                          now_at timestamptz default pg_catalog.now())
+returns integer
 language plpgsql
 volatile
 set search_path = pg_catalog, pg_temp
 as $$
+declare
+    attempts_now integer;
 begin
     perform streamseal._require_lane_key('mark_requested', mark_requested.origin, mark_requested.tenant,
                                          mark_requested.event_type);
     perform streamseal._require_type_seqs('mark_requested', mark_requested.type_seqs);
+    perform streamseal._require_backoff('mark_requested', mark_requested.backoff_base, mark_requested.max_attempts);
+    perform streamseal._require_finite_time('mark_requested', mark_requested.now_at);
+    with asked as (
+        select l.origin, l.tenant, l.event_type,
+               case when pg_catalog.isempty(l.requested) then 1
+                    when l.requested && mark_requested.type_seqs then l.request_attempts + 1
+                    else l.request_attempts end as attempts,
+               pg_catalog.isempty(l.requested) or l.requested && mark_requested.type_seqs as restart
+        from streamseal.lanes l
+        where l.origin = mark_requested.origin and l.tenant = mark_requested.tenant
+          and l.event_type = mark_requested.event_type
+        for update
+    )
     update streamseal.lanes l
     set requested = l.requested + mark_requested.type_seqs,
-        requested_at = pg_catalog.now()
-    where l.origin = mark_requested.origin and l.tenant = mark_requested.tenant
-      and l.event_type = mark_requested.event_type;
+        requested_at = mark_requested.now_at,
+        request_attempts = a.attempts,
+        next_request_at = case when a.restart then mark_requested.now_at
+                                   + streamseal._repair_backoff(mark_requested.backoff_base, a.attempts, mark_requested.max_attempts)
+                               else l.next_request_at end
+    from asked a
+    where l.origin = a.origin and l.tenant = a.tenant and l.event_type = a.event_type
+    returning l.request_attempts into attempts_now;
     if not found then
         raise exception 'mark_requested: lane (%, %, %) is unknown: expected a lane a checkpoint announced',
             pg_catalog.quote_literal(mark_requested.origin), pg_catalog.quote_literal(mark_requested.tenant),
             pg_catalog.quote_literal(mark_requested.event_type)
             using errcode = '22023';
     end if;
+    return attempts_now;
 end
 $$;
 

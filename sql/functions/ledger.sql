@@ -165,9 +165,9 @@ $$;
 --     stays: the bucket has not healed since.
 --   * identity_mismatch and local_extra are never requested: redelivery cannot move such a fold
 --     and local history is never deleted on a remote's say-so (invariant 10). They alarm.
--- Each request counts an attempt and sets next_attempt_at = now_at + backoff_base * 2^(k - 1),
--- k = least(attempts, max_attempts): the wait doubles up to the slowest rung and stays there
--- (never longer than 100 years, so a long ladder on a long base stays representable).
+-- Each request counts an attempt and sets next_attempt_at = now_at + _repair_backoff (backoff.sql:
+-- base * 2^(k - 1), k = least(attempts, max_attempts)): the wait doubles up to the slowest rung
+-- and stays there.
 -- A bucket that spent its budget is never dropped (a ladder that stops goes silent forever): it
 -- keeps being requested at the slowest rung and reported at the cooldown, and settled = true
 -- (attempts >= max_attempts) tells the caller to raise it as an alarm for an operator.
@@ -196,16 +196,7 @@ begin
             coalesce(ledger_observe.cooldown::text, 'null')
             using errcode = '22023';
     end if;
-    if ledger_observe.backoff_base is null or ledger_observe.backoff_base <= interval '0' then
-        raise exception 'ledger_observe: backoff_base % is invalid: expected a positive interval',
-            coalesce(ledger_observe.backoff_base::text, 'null')
-            using errcode = '22023';
-    end if;
-    if ledger_observe.max_attempts is null or ledger_observe.max_attempts < 1 then
-        raise exception 'ledger_observe: max_attempts % is invalid: expected a positive number of attempts',
-            coalesce(ledger_observe.max_attempts::text, 'null')
-            using errcode = '22023';
-    end if;
+    perform streamseal._require_backoff('ledger_observe', ledger_observe.backoff_base, ledger_observe.max_attempts);
     perform streamseal._require_finite_time('ledger_observe', ledger_observe.now_at);
     perform streamseal._require_ledger_buckets('ledger_observe', ledger_observe.origin, ledger_observe.buckets, true);
     select b.bucket ->> 'tenant' as tenant, b.bucket ->> 'event_type' as event_type, b.bucket ->> 'stream_id' as stream_id
@@ -261,10 +252,8 @@ begin
                case
                    when c.reason <> 'deficit' then null
                    -- In seconds, capped at 100 years, so any ladder's arithmetic stays finite.
-                   when c.request_now then ledger_observe.now_at + pg_catalog.make_interval(secs => least(
-                       pg_catalog.date_part('epoch', ledger_observe.backoff_base)
-                           * pg_catalog.power(2::double precision, least(c.attempts_now, ledger_observe.max_attempts) - 1),
-                       3155760000::double precision))
+                   when c.request_now then ledger_observe.now_at
+                       + streamseal._repair_backoff(ledger_observe.backoff_base, c.attempts_now, ledger_observe.max_attempts)
                    else c.old_next_attempt_at
                end as next_attempt_at,
                case

@@ -13,7 +13,7 @@ select streamseal.ingest(array(
     from generate_series(101, 105) i));
 
 select results_eq(
-    $$ select * from streamseal.verify_checkpoint('birth-origin', 1100, 1106, 'birth.type', array['t1'],
+    $$ select tenant, event_type, floor, suspected, confirmed, newly_confirmed, to_request from streamseal.verify_checkpoint('birth-origin', 1100, 1106, 'birth.type', array['t1'],
            array[5]::bigint[], array[101]::bigint[], array[105]::bigint[], array['{}']::int8multirange[]) $$,
     $$ values ('t1'::text, 'birth.type'::text, 105::bigint, '{}'::int8multirange, '{}'::int8multirange,
                '{}'::int8multirange, '{}'::int8multirange) $$,

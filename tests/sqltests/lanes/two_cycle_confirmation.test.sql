@@ -15,7 +15,7 @@ select streamseal.ingest(array(
     from generate_series(1, 10) i where i not in (4, 8)));
 
 select results_eq(
-    $$ select * from streamseal.verify_checkpoint('cycle-origin', 1, 11, 'cycle.type', array['t1'],
+    $$ select tenant, event_type, floor, suspected, confirmed, newly_confirmed, to_request from streamseal.verify_checkpoint('cycle-origin', 1, 11, 'cycle.type', array['t1'],
            array[10]::bigint[], array[1]::bigint[], array[10]::bigint[], array['{}']::int8multirange[]) $$,
     $$ values ('t1'::text, 'cycle.type'::text, 3::bigint, '{[4,5),[8,9)}'::int8multirange, '{}'::int8multirange,
                '{}'::int8multirange, '{}'::int8multirange) $$,
@@ -30,7 +30,7 @@ select streamseal.ingest(array(
     select streamseal_test.copy('cycle-origin', i, i, 'c1', i, 'cycle.type', event_id => streamseal_test.uid(i))
     from generate_series(8, 12) i where i in (8, 11, 12)));
 select results_eq(
-    $$ select * from streamseal.verify_checkpoint('cycle-origin', 11, 13, 'cycle.type', array['t1'],
+    $$ select tenant, event_type, floor, suspected, confirmed, newly_confirmed, to_request from streamseal.verify_checkpoint('cycle-origin', 11, 13, 'cycle.type', array['t1'],
            array[2]::bigint[], array[11]::bigint[], array[12]::bigint[], array['{}']::int8multirange[]) $$,
     $$ values ('t1'::text, 'cycle.type'::text, 3::bigint, '{}'::int8multirange, '{[4,5)}'::int8multirange,
                '{[4,5)}'::int8multirange, '{[4,5)}'::int8multirange) $$,
@@ -41,7 +41,7 @@ select streamseal.ingest(array(
     select streamseal_test.copy('cycle-origin', i, i, 'c1', i, 'cycle.type', event_id => streamseal_test.uid(i))
     from generate_series(13, 16) i where i <> 15));
 select results_eq(
-    $$ select * from streamseal.verify_checkpoint('cycle-origin', 13, 17, 'cycle.type', array['t1'],
+    $$ select tenant, event_type, floor, suspected, confirmed, newly_confirmed, to_request from streamseal.verify_checkpoint('cycle-origin', 13, 17, 'cycle.type', array['t1'],
            array[4]::bigint[], array[13]::bigint[], array[16]::bigint[], array['{}']::int8multirange[]) $$,
     $$ values ('t1'::text, 'cycle.type'::text, 3::bigint, '{[15,16)}'::int8multirange, '{[4,5)}'::int8multirange,
                '{}'::int8multirange, '{[4,5)}'::int8multirange) $$,
@@ -50,7 +50,7 @@ select results_eq(
 -- 4 arrives (repaired); 15 does not.
 select streamseal.ingest(array[streamseal_test.copy('cycle-origin', 4, 4, 'c1', 4, 'cycle.type', event_id => streamseal_test.uid(4))]);
 select results_eq(
-    $$ select * from streamseal.verify_checkpoint('cycle-origin', 17, 17, 'cycle.type', array['t1'],
+    $$ select tenant, event_type, floor, suspected, confirmed, newly_confirmed, to_request from streamseal.verify_checkpoint('cycle-origin', 17, 17, 'cycle.type', array['t1'],
            array[0]::bigint[], array[null]::bigint[], array[null]::bigint[], array['{}']::int8multirange[]) $$,
     $$ values ('t1'::text, 'cycle.type'::text, 14::bigint, '{}'::int8multirange, '{[15,16)}'::int8multirange,
                '{[15,16)}'::int8multirange, '{[15,16)}'::int8multirange) $$,
@@ -58,7 +58,7 @@ select results_eq(
 
 select streamseal.ingest(array[streamseal_test.copy('cycle-origin', 15, 15, 'c1', 15, 'cycle.type', event_id => streamseal_test.uid(15))]);
 select results_eq(
-    $$ select * from streamseal.verify_checkpoint('cycle-origin', 17, 17, 'cycle.type', array['t1'],
+    $$ select tenant, event_type, floor, suspected, confirmed, newly_confirmed, to_request from streamseal.verify_checkpoint('cycle-origin', 17, 17, 'cycle.type', array['t1'],
            array[0]::bigint[], array[null]::bigint[], array[null]::bigint[], array['{}']::int8multirange[]) $$,
     $$ values ('t1'::text, 'cycle.type'::text, 16::bigint, '{}'::int8multirange, '{}'::int8multirange,
                '{}'::int8multirange, '{}'::int8multirange) $$,
