@@ -13,6 +13,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/streamseal/streamseal/controlplane/config"
+	"github.com/streamseal/streamseal/controlplane/redelivery"
 	"github.com/streamseal/streamseal/controlplane/store"
 	"github.com/streamseal/streamseal/controlplane/wire"
 )
@@ -71,11 +72,7 @@ func (a *Auditor) act(ctx context.Context, origin, control string, from, to int6
 			a.Logger.Warn("audit: would request repair (report-only)", "origin", origin, "request", string(body))
 			continue
 		}
-		env, err := wire.NewEnvelope(wire.KindRedeliveryRequest, a.Service, origin, req)
-		if err != nil {
-			return sent, err
-		}
-		if err := wire.PublishTo(ctx, a.JS, control, env, nil); err != nil {
+		if err := redelivery.Send(ctx, a.Pool, a.JS, a.Service, origin, store.SourceAudit, req, uuid.Nil); err != nil {
 			return sent, err
 		}
 	}

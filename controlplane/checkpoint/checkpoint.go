@@ -24,6 +24,7 @@ import (
 
 	"github.com/streamseal/streamseal/controlplane/config"
 	"github.com/streamseal/streamseal/controlplane/metrics"
+	"github.com/streamseal/streamseal/controlplane/redelivery"
 	"github.com/streamseal/streamseal/controlplane/store"
 	"github.com/streamseal/streamseal/controlplane/wire"
 )
@@ -34,7 +35,9 @@ type Publisher struct {
 	JS       jetstream.JetStream
 	Service  string
 	Interval time.Duration
-	Logger   *slog.Logger
+	// Timeout bounds one round's publication (zero: PublishTimeoutDefault).
+	Timeout time.Duration
+	Logger  *slog.Logger
 
 	published atomic.Int64
 	rounds    atomic.Int64 // rotates which type's message leads a round
@@ -86,6 +89,15 @@ func (p *Publisher) Publish(ctx context.Context) (int, error) {
 		k := int(p.rounds.Add(1) % int64(len(order)))
 		order = append(order[k:], order[:k]...)
 	}
+	// The window's row stays locked until the commit: a broker that does not acknowledge within
+	// the deadline releases it (rollback) for the next round instead of holding every other
+	// replica's round behind a job timeout.
+	timeout := p.Timeout
+	if timeout <= 0 {
+		timeout = PublishTimeoutDefault
+	}
+	publishCtx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
 	messages := 0
 	for _, eventType := range order {
 		for _, part := range splitByTenants(*byType[eventType], maxCheckpointBytes) {
@@ -93,7 +105,7 @@ func (p *Publisher) Publish(ctx context.Context) (int, error) {
 			if err != nil {
 				return 0, err
 			}
-			if _, err := p.JS.PublishMsg(ctx, msg); err != nil {
+			if _, err := p.JS.PublishMsg(publishCtx, msg); err != nil {
 				return 0, fmt.Errorf("publish checkpoint for %s: %w", eventType, err)
 			}
 			messages++
@@ -105,6 +117,10 @@ func (p *Publisher) Publish(ctx context.Context) (int, error) {
 	p.published.Add(int64(messages))
 	return messages, nil
 }
+
+// PublishTimeoutDefault bounds one round's publication, well inside River's job timeout (one
+// minute): past it the round is given back and published again by the next run.
+const PublishTimeoutDefault = 10 * time.Second
 
 // maxCheckpointBytes bounds the tenants of one checkpoint message, well below NATS's default
 // 1 MiB payload limit.
@@ -246,12 +262,8 @@ func (v *Verifier) act(ctx context.Context, cp wire.Checkpoint, l store.LaneVerd
 		return nil
 	}
 	if action == "requested" {
-		env, err := wire.NewEnvelope(wire.KindRedeliveryRequest, v.Service, cp.Origin, req)
-		if err != nil {
-			return err
-		}
-		// Directed only to the address the origin announced in its checkpoint.
-		if err := wire.PublishTo(ctx, v.JS, cp.Control, env, nil); err != nil {
+		// Recorded, then directed only to the address the origin announced (known_origins).
+		if err := redelivery.Send(ctx, v.Pool, v.JS, v.Service, cp.Origin, store.SourceCheckpoint, req, uuid.Nil); err != nil {
 			return err
 		}
 	}

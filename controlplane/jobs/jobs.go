@@ -94,6 +94,11 @@ func (w *checkpointWorker) Work(ctx context.Context, _ *river.Job[CheckpointArgs
 	return w.verifier.CheckLiveness(ctx)
 }
 
+// SentRequestsRetention is how long a consumer remembers a request it sent: long past any answer
+// (a truncated answer's summary arrives within seconds; a lost one is asked again), short enough
+// that the record stays small.
+const SentRequestsRetention = 7 * 24 * time.Hour
+
 type maintenanceWorker struct {
 	river.WorkerDefaults[MaintenanceArgs]
 	pool    *pgxpool.Pool
@@ -112,6 +117,9 @@ func (w *maintenanceWorker) Work(ctx context.Context, _ *river.Job[MaintenanceAr
 		if e.Forced {
 			w.logger.Warn("maintenance: stalled epoch forced closed; the sweep will verify it", "origin", e.Origin, "epoch", e.Epoch)
 		}
+	}
+	if _, err := store.SentRequestsPrune(ctx, w.pool, SentRequestsRetention); err != nil {
+		return err
 	}
 	if w.refresh != nil {
 		return w.refresh(ctx)

@@ -111,7 +111,7 @@ func New(cfg Config) (*Node, error) {
 	n.Inbox = &inbox.Inbox{Pool: cfg.Pool, JS: js, Service: cfg.Service, Logger: logger, Suppress: cfg.Suppress}
 	n.Relay = &relay.Relay{Pool: cfg.Pool, JS: js, Logger: logger, Metrics: ins}
 	n.Redelivery = &redelivery.Server{Pool: cfg.Pool, JS: js, Service: cfg.Service, Limits: settings.Redelivery, Logger: logger, Metrics: ins}
-	n.Repair = &redelivery.Receiver{Pool: cfg.Pool, Service: cfg.Service, Logger: logger, AcceptUnservable: true}
+	n.Repair = &redelivery.Receiver{Pool: cfg.Pool, JS: js, Service: cfg.Service, Logger: logger, Metrics: ins, AcceptUnservable: true}
 	n.Publisher = &checkpoint.Publisher{Pool: cfg.Pool, JS: js, Service: cfg.Service, Interval: settings.CheckpointInterval, Logger: logger}
 	n.Verifier = &checkpoint.Verifier{Pool: cfg.Pool, JS: js, Service: cfg.Service, Config: settings, Logger: logger, Metrics: ins}
 	n.Inbox.OnCheckpoint = n.Verifier.Handle

@@ -53,7 +53,7 @@ func (o *Operator) Run(ctx context.Context, origin string, req wire.RedeliveryRe
 		return wire.RedeliverySummary{}, fmt.Errorf("listen for the summary: %w", err)
 	}
 	defer sub.Unsubscribe()
-	if _, err := Request(ctx, js, o.Service, origin, req); err != nil {
+	if _, err := Request(ctx, o.Pool, js, o.Service, origin, req); err != nil {
 		return wire.RedeliverySummary{}, err
 	}
 	fmt.Fprintf(o.Out, "repair: asked %s for tenants %v, types %v (request %s)\n", origin, req.Tenants, req.Types, req.RequestID)

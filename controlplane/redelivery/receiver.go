@@ -18,6 +18,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/streamseal/streamseal/controlplane/metrics"
 	"github.com/streamseal/streamseal/controlplane/store"
 	"github.com/streamseal/streamseal/controlplane/wire"
 )
@@ -25,8 +26,10 @@ import (
 // Receiver stores redelivered bundles and surfaces summaries for one service.
 type Receiver struct {
 	Pool    *pgxpool.Pool
+	JS      jetstream.JetStream // for the follow-ups of truncated answers; nil: none sent
 	Service string
 	Logger  *slog.Logger
+	Metrics *metrics.Instruments // nil: not measured
 	// OnSummary, when set, observes every summary an origin sends this service.
 	OnSummary func(wire.RedeliverySummary)
 	// AcceptUnservable records every type_seq range an origin says it cannot serve as an accepted
@@ -35,7 +38,11 @@ type Receiver struct {
 	AcceptUnservable bool
 
 	bundles, stored, refused atomic.Int64
+	followUps                atomic.Int64
 }
+
+// FollowUps counts the requests sent for the rest of a truncated answer.
+func (r *Receiver) FollowUps() int64 { return r.followUps.Load() }
 
 // Counts: bundles received, events newly stored from them, bundles refused.
 func (r *Receiver) Counts() (bundles, stored, refused int64) {
@@ -107,9 +114,54 @@ func (r *Receiver) onSummary(ctx context.Context, env wire.Envelope, _ []byte) e
 	}
 	r.Logger.Info("repair: redelivery finished", "origin", env.From, "request", s.RequestID, "shipped", s.Shipped,
 		"bundles", s.Bundles, "truncated", s.Truncated)
+	if err := r.answered(ctx, env.From, s); err != nil {
+		return err
+	}
 	if r.OnSummary != nil {
 		r.OnSummary(s)
 	}
+	return nil
+}
+
+// answered marks the request the summary answers and, when the origin's cap truncated the answer,
+// asks for the rest at once: the same request, continued after the last event shipped (invariant
+// 14). A summary of a request this service did not send is logged and changes nothing.
+func (r *Receiver) answered(ctx context.Context, origin string, s wire.RedeliverySummary) error {
+	id, err := uuid.Parse(s.RequestID)
+	if err != nil {
+		r.Logger.Warn("repair: summary names no request id this service could have sent", "origin", origin, "request", s.RequestID)
+		return nil
+	}
+	sent, ok, err := store.SentRequestAnswered(ctx, r.Pool, id, origin)
+	if err != nil {
+		return err
+	}
+	if !s.Truncated || r.JS == nil {
+		return nil
+	}
+	if !ok {
+		r.Logger.Warn("repair: a truncated answer to a request this service has no record of: not followed", "origin", origin,
+			"request", s.RequestID)
+		return nil
+	}
+	var rest wire.RedeliveryRequest
+	if err := json.Unmarshal(sent.Request, &rest); err != nil {
+		return fmt.Errorf("recorded request %s: %w", s.RequestID, err)
+	}
+	if s.ResumeAfter == nil || (rest.After != nil && !rest.After.Less(*s.ResumeAfter)) {
+		// The rest must start after where this request started, or following would loop.
+		r.Logger.Error("repair: a truncated answer does not move past its request's start: not followed", "origin", origin,
+			"request", s.RequestID, "resume_after", s.ResumeAfter, "request_after", rest.After)
+		return nil
+	}
+	rest.RequestID, rest.After = uuid.NewString(), s.ResumeAfter
+	if err := Send(ctx, r.Pool, r.JS, r.Service, origin, store.SourceFollowUp, rest, id); err != nil {
+		return err
+	}
+	r.followUps.Add(1)
+	r.Metrics.RepairRequested(store.SourceFollowUp, origin)
+	r.Logger.Info("repair: truncated answer followed by a request for the rest", "origin", origin, "request", s.RequestID,
+		"follow_up", rest.RequestID, "after_stream", s.ResumeAfter.Stream, "after_version", s.ResumeAfter.Version)
 	return nil
 }
 
@@ -155,21 +207,6 @@ func Unbundle(env wire.Envelope, attachment []byte) ([]store.EventCopy, error) {
 		offset += e.Len
 	}
 	return copies, nil
-}
-
-// Request sends a redelivery request from service to origin and returns its id.
-func Request(ctx context.Context, js jetstream.JetStream, service, origin string, req wire.RedeliveryRequest) (string, error) {
-	if req.RequestID == "" {
-		req.RequestID = uuid.NewString()
-	}
-	env, err := wire.NewEnvelope(wire.KindRedeliveryRequest, service, origin, req)
-	if err != nil {
-		return "", err
-	}
-	if err := wire.Publish(ctx, js, env, nil); err != nil {
-		return "", err
-	}
-	return req.RequestID, nil
 }
 
 func strictJSON(body []byte, v any) error {

@@ -2,19 +2,24 @@
 // control inbox: it authorizes (grants and named tenants, in SQL), pages the selection
 // (streamseal.select_redelivery, keyset by stream and version), bundles each stream's ordered
 // slice under count and byte caps with raw payload bytes, ships the bundles to the requester, and
-// ends with a summary naming what cannot be served. One build at a time per process; requests
-// beyond the queue stay on the broker.
+// ends with a summary naming what cannot be served (and, when its cap truncated the answer, where
+// the rest starts). Accepted requests wait in the database (streamseal.redelivery_queue) until
+// served, so a crash loses none; one build at a time per process; requests beyond the queue's
+// bound stay on the broker.
 
 package redelivery
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
 	"sync/atomic"
 	"time"
+
+	"github.com/google/uuid"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/nats-io/nats.go/jetstream"
@@ -55,15 +60,22 @@ type Server struct {
 	// OnBuild, when set, observes each build starting ("start") and ending ("end").
 	OnBuild func(requestID, phase string)
 
-	queue            chan request
+	wake             chan struct{}
 	refused, shipped atomic.Int64
 	requestsReceived atomic.Int64
 }
 
-type request struct {
-	from string
-	req  wire.RedeliveryRequest
-}
+// Bounds of the accepted-request queue.
+const (
+	// QueueMaxDefault is how many accepted requests may wait; beyond it a request stays on the
+	// broker until there is room.
+	QueueMaxDefault = 1000
+	// BuildAttemptsMax is how many builds of one request may start before it is given up: a
+	// request whose build keeps failing (or crashing the process) must not block the queue.
+	BuildAttemptsMax = 5
+	// QueuePollInterval is the failsafe look at the queue for requests another replica accepted.
+	QueuePollInterval = 5 * time.Second
+)
 
 // Counts: requests received and refused, events shipped.
 func (s *Server) Counts() (received, refused, shipped int64) {
@@ -72,42 +84,118 @@ func (s *Server) Counts() (received, refused, shipped int64) {
 
 // Register installs the request handler on control. Call before control.Run, then Run.
 func (s *Server) Register(control *wire.Control) {
-	s.queue = make(chan request, 16)
-	control.Handle(wire.KindRedeliveryRequest, s.enqueue)
+	s.wake = make(chan struct{}, 1)
+	control.Handle(wire.KindRedeliveryRequest, s.accept)
 }
 
-// enqueue accepts a request into the build queue; a full queue leaves it on the broker.
-func (s *Server) enqueue(ctx context.Context, env wire.Envelope, _ []byte) error {
+// accept queues a request durably (streamseal.redelivery_queue) and only then lets the broker
+// forget it, so an origin that crashes before serving it serves it after the restart (invariant
+// 14). A full queue leaves the request on the broker; a request id already waiting is queued once.
+func (s *Server) accept(ctx context.Context, env wire.Envelope, _ []byte) error {
 	var req wire.RedeliveryRequest
 	if err := decodeBody(env, &req); err != nil {
 		s.refuse(env.From, req, err.Error())
 		return nil
 	}
-	s.requestsReceived.Add(1)
-	select {
-	case s.queue <- request{from: env.From, req: req}:
+	id, err := uuid.Parse(req.RequestID)
+	if err != nil {
+		s.refuse(env.From, req, fmt.Sprintf("request id %q is not a UUID", req.RequestID))
 		return nil
-	default:
+	}
+	s.requestsReceived.Add(1)
+	outcome, err := store.RedeliveryQueueAdd(ctx, s.Pool, store.QueuedRequest{RequestID: id, Requester: env.From, Request: env.Body}, QueueMaxDefault)
+	if err != nil {
+		return err
+	}
+	if outcome == store.QueueFull {
 		return errors.New("redelivery queue full: the request stays on the broker")
 	}
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+	return nil
 }
 
-// Run builds queued requests one at a time until ctx ends.
+// Run serves queued requests one at a time until ctx ends: everything waiting at start (what a
+// crash left), then each newly accepted request, with a failsafe look every QueuePollInterval.
 func (s *Server) Run(ctx context.Context) error {
 	if s.Logger == nil {
 		s.Logger = slog.Default()
 	}
 	s.fillLimits()
+	if s.wake == nil {
+		s.wake = make(chan struct{}, 1)
+	}
 	for {
+		for ctx.Err() == nil {
+			served, err := s.serveNext(ctx)
+			if err != nil && ctx.Err() == nil {
+				s.Logger.Error("redelivery: serving the queue failed; retrying", "err", err)
+				sleep(ctx, time.Second)
+			}
+			if !served {
+				break
+			}
+		}
 		select {
 		case <-ctx.Done():
 			return nil
-		case r := <-s.queue:
-			if err := s.build(ctx, r.from, r.req); err != nil && ctx.Err() == nil {
-				s.Logger.Error("redelivery: build failed", "request", r.req.RequestID, "requester", r.from, "err", err)
-			}
+		case <-s.wake:
+		case <-time.After(QueuePollInterval):
 		}
 	}
+}
+
+// serveNext serves the oldest queued request no other build holds and says whether it served
+// one. The request leaves the queue once its summary is published (or it is given up).
+func (s *Server) serveNext(ctx context.Context) (bool, error) {
+	pooled, err := s.Pool.Acquire(ctx)
+	if err != nil {
+		return false, err
+	}
+	defer pooled.Release()
+	conn := pooled.Conn()
+	waiting, err := store.RedeliveryQueueOldest(ctx, conn, 16)
+	if err != nil {
+		return false, err
+	}
+	for _, q := range waiting {
+		locked, err := store.RedeliveryQueueLock(ctx, conn, q.RequestID)
+		if err != nil {
+			return false, err
+		}
+		if !locked {
+			continue // another replica builds it
+		}
+		err = s.serveLocked(ctx, q)
+		if unlockErr := store.RedeliveryQueueUnlock(context.WithoutCancel(ctx), conn, q.RequestID); err == nil {
+			err = unlockErr
+		}
+		return err == nil, err
+	}
+	return false, nil
+}
+
+// serveLocked builds one request whose build lock this process holds.
+func (s *Server) serveLocked(ctx context.Context, q store.QueuedRequest) error {
+	attempts, ok, err := store.RedeliveryQueueAttempt(ctx, s.Pool, q.RequestID)
+	if err != nil || !ok {
+		return err // !ok: served meanwhile by another replica
+	}
+	var req wire.RedeliveryRequest
+	if err := json.Unmarshal(q.Request, &req); err != nil || attempts > BuildAttemptsMax {
+		reason := fmt.Sprintf("given up after %d builds that did not finish", attempts-1)
+		if err != nil {
+			reason = "the queued request does not decode: " + err.Error()
+		}
+		s.refuse(q.Requester, req, reason)
+		return store.RedeliveryQueueRemove(ctx, s.Pool, q.RequestID)
+	}
+	if err := s.build(ctx, q.Requester, req); err != nil {
+		return fmt.Errorf("build request %s of %s (attempt %d): %w", req.RequestID, q.Requester, attempts, err)
+	}
+	return store.RedeliveryQueueRemove(ctx, s.Pool, q.RequestID)
 }
 
 func (s *Server) fillLimits() { s.Limits = WithDefaults(s.Limits) }
@@ -151,6 +239,9 @@ func (s *Server) build(ctx context.Context, requester string, req wire.Redeliver
 	b := &bundler{server: s, ctx: ctx, requester: requester, req: req}
 	sel := selection(req)
 	var after store.RedeliveryCursor
+	if req.After != nil {
+		after = store.RedeliveryCursor{AfterStream: &req.After.Stream, AfterVersion: &req.After.Version}
+	}
 	for summary.Shipped < limit {
 		want := min(s.Limits.PageSize, limit-summary.Shipped)
 		page, err := store.RedeliveryPage(ctx, s.Pool, s.Service, sel, after, want, s.Limits.MaxEventsPerRequest)
@@ -175,6 +266,9 @@ func (s *Server) build(ctx context.Context, requester string, req wire.Redeliver
 			return err
 		}
 		summary.Truncated = len(more) > 0
+		if summary.Truncated && after.AfterStream != nil {
+			summary.ResumeAfter = &wire.Position{Stream: *after.AfterStream, Version: *after.AfterVersion}
+		}
 	}
 	if err := b.flush(); err != nil {
 		return err
@@ -332,4 +426,12 @@ func (b *bundler) settle() error {
 		}
 	}
 	return nil
+}
+
+// sleep waits d or until ctx ends.
+func sleep(ctx context.Context, d time.Duration) {
+	select {
+	case <-ctx.Done():
+	case <-time.After(d):
+	}
 }

@@ -21,6 +21,20 @@ type RedeliveryRequest struct {
 	TypeSeqRanges [][2]int64 `json:"type_seq_ranges,omitempty"`
 	MaxEvents     int        `json:"max_events"`
 	StateOnly     bool       `json:"state_only,omitempty"`
+	// After continues a selection strictly after this (stream, version): the rest of a truncated
+	// answer, asked for with the answer's ResumeAfter.
+	After *Position `json:"after,omitempty"`
+}
+
+// Position is one event's place in a redelivery selection's order (stream id, then version).
+type Position struct {
+	Stream  string `json:"stream"`
+	Version int64  `json:"version"`
+}
+
+// Less orders positions as the selection does.
+func (p Position) Less(q Position) bool {
+	return p.Stream < q.Stream || (p.Stream == q.Stream && p.Version < q.Version)
 }
 
 // BundleEvent is one event of a bundle; its payload is the next Len bytes of the attachment.
@@ -58,10 +72,12 @@ type Unservable struct {
 
 // RedeliverySummary ends a redelivery: what was shipped and what cannot be.
 type RedeliverySummary struct {
-	RequestID  string       `json:"request_id"`
-	Origin     string       `json:"origin"`
-	Shipped    int          `json:"shipped"`
-	Bundles    int          `json:"bundles"`
-	Truncated  bool         `json:"truncated,omitempty"` // the origin's cap stopped it; ask again for the rest
-	Unservable []Unservable `json:"unservable,omitempty"`
+	RequestID string `json:"request_id"`
+	Origin    string `json:"origin"`
+	Shipped   int    `json:"shipped"`
+	Bundles   int    `json:"bundles"`
+	Truncated bool   `json:"truncated,omitempty"` // the origin's cap stopped it; ask again for the rest
+	// ResumeAfter is the last event shipped when Truncated: the rest starts strictly after it.
+	ResumeAfter *Position    `json:"resume_after,omitempty"`
+	Unservable  []Unservable `json:"unservable,omitempty"`
 }

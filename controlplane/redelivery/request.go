@@ -1,0 +1,60 @@
+// request.go: asking. Every redelivery request a service sends goes through Send: recorded
+// (streamseal.sent_requests), then published directed to the origin's control address, so its
+// answer can be matched and a truncated answer followed.
+
+package redelivery
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/google/uuid"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/streamseal/streamseal/controlplane/store"
+	"github.com/streamseal/streamseal/controlplane/wire"
+)
+
+// Send records req as sent by service from source (store.Source*) and publishes it to origin:
+// to the control address origin's checkpoints announced, or, for an origin not heard from yet
+// (an operator's request), to its default control subject. follows names the request whose
+// truncated answer req continues (uuid.Nil for none). A request recorded and then lost on the way
+// is what re-asking is for.
+func Send(ctx context.Context, db store.Querier, js jetstream.JetStream, service, origin, source string, req wire.RedeliveryRequest, follows uuid.UUID) error {
+	id, err := uuid.Parse(req.RequestID)
+	if err != nil {
+		return fmt.Errorf("redelivery request id %q is not a UUID: %w", req.RequestID, err)
+	}
+	body, err := json.Marshal(req)
+	if err != nil {
+		return err
+	}
+	if err := store.SentRequestRecord(ctx, db, store.SentRequest{RequestID: id, Origin: origin, Source: source, Request: body, Follows: follows}); err != nil {
+		return err
+	}
+	control, known, err := store.OriginControl(ctx, db, origin)
+	if err != nil {
+		return err
+	}
+	if !known {
+		control = wire.ControlSubject(origin)
+	}
+	env, err := wire.NewEnvelope(wire.KindRedeliveryRequest, service, origin, req)
+	if err != nil {
+		return err
+	}
+	return wire.PublishTo(ctx, js, control, env, nil)
+}
+
+// Request sends a redelivery request from service to origin as an operator's (Send, source
+// operator) and returns its id, minting one when req has none.
+func Request(ctx context.Context, db store.Querier, js jetstream.JetStream, service, origin string, req wire.RedeliveryRequest) (string, error) {
+	if req.RequestID == "" {
+		req.RequestID = uuid.NewString()
+	}
+	if err := Send(ctx, db, js, service, origin, store.SourceOperator, req, uuid.Nil); err != nil {
+		return "", err
+	}
+	return req.RequestID, nil
+}

@@ -1,0 +1,106 @@
+// redelivery_queue.go: an origin's accepted redelivery requests not yet served
+// (streamseal.redelivery_queue): acknowledged on the broker once here, removed once served, so a
+// crash between the two rebuilds the request instead of losing it. A build holds a session
+// advisory lock on its request (on a connection it keeps for the build): a crashed build's lock
+// frees with its connection, so another replica, or the restarted process, takes the request
+// over at once.
+
+package store
+
+import (
+	"context"
+	"errors"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+)
+
+// QueuedRequest is one accepted request.
+type QueuedRequest struct {
+	RequestID uuid.UUID
+	Requester string
+	Request   []byte // the request body (JSON)
+	Attempts  int    // builds started, this one included once counted
+}
+
+// Outcomes of RedeliveryQueueAdd.
+const (
+	QueueAdded     = "added"     // accepted now
+	QueueDuplicate = "duplicate" // this request id waits already
+	QueueFull      = "full"      // the queue holds its maximum: leave the request on the broker
+)
+
+// RedeliveryQueueAdd accepts a request unless the queue already holds max requests.
+func RedeliveryQueueAdd(ctx context.Context, db Querier, q QueuedRequest, max int) (string, error) {
+	var outcome string
+	if err := db.QueryRow(ctx, `
+		with added as (
+		    insert into streamseal.redelivery_queue (request_id, requester, request)
+		    select $1, $2, $3 where (select count(*) from streamseal.redelivery_queue) < $4
+		    on conflict (request_id) do nothing
+		    returning 1)
+		select case when exists (select from added) then 'added'
+		            when exists (select from streamseal.redelivery_queue where request_id = $1) then 'duplicate'
+		            else 'full' end`,
+		q.RequestID, q.Requester, q.Request, max).Scan(&outcome); err != nil {
+		return "", classify("queue redelivery request", err)
+	}
+	return outcome, nil
+}
+
+// RedeliveryQueueOldest lists up to n queued requests, oldest first.
+func RedeliveryQueueOldest(ctx context.Context, db Querier, n int) ([]QueuedRequest, error) {
+	rows, err := db.Query(ctx, `
+		select request_id, requester, request, attempts from streamseal.redelivery_queue
+		order by accepted_at, request_id limit $1`, n)
+	if err != nil {
+		return nil, classify("read redelivery queue", err)
+	}
+	out, err := pgx.CollectRows(rows, pgx.RowToStructByPos[QueuedRequest])
+	if err != nil {
+		return nil, classify("read redelivery queue", err)
+	}
+	return out, nil
+}
+
+// redeliveryLockSQL is the advisory lock key of one queued request.
+const redeliveryLockSQL = "hashtextextended('streamseal.redelivery_queue:' || $1::text, 0)"
+
+// RedeliveryQueueLock takes a queued request's build lock on conn if no other build holds it.
+func RedeliveryQueueLock(ctx context.Context, conn *pgx.Conn, requestID uuid.UUID) (bool, error) {
+	var locked bool
+	if err := conn.QueryRow(ctx, "select pg_try_advisory_lock("+redeliveryLockSQL+")", requestID).Scan(&locked); err != nil {
+		return false, classify("lock redelivery request", err)
+	}
+	return locked, nil
+}
+
+// RedeliveryQueueUnlock releases a request's build lock held on conn.
+func RedeliveryQueueUnlock(ctx context.Context, conn *pgx.Conn, requestID uuid.UUID) error {
+	if _, err := conn.Exec(ctx, "select pg_advisory_unlock("+redeliveryLockSQL+")", requestID); err != nil {
+		return classify("unlock redelivery request", err)
+	}
+	return nil
+}
+
+// RedeliveryQueueAttempt counts a build of a request and returns its attempts so far; ok is
+// false when the request is no longer queued (another build served it).
+func RedeliveryQueueAttempt(ctx context.Context, db Querier, requestID uuid.UUID) (attempts int, ok bool, err error) {
+	err = db.QueryRow(ctx, "update streamseal.redelivery_queue set attempts = attempts + 1 where request_id = $1 returning attempts",
+		requestID).Scan(&attempts)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return 0, false, nil
+	}
+	if err != nil {
+		return 0, false, classify("count redelivery attempt", err)
+	}
+	return attempts, true, nil
+}
+
+// RedeliveryQueueRemove forgets a served (or given up) request.
+func RedeliveryQueueRemove(ctx context.Context, db Querier, requestID uuid.UUID) error {
+	if _, err := db.Exec(ctx, "delete from streamseal.redelivery_queue where request_id = $1", requestID); err != nil {
+		return classify("remove served redelivery request", err)
+	}
+	return nil
+}

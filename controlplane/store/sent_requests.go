@@ -1,0 +1,85 @@
+// sent_requests.go: a consumer's record of the redelivery requests it sent
+// (streamseal.sent_requests): what a truncated answer continues, and which answers were asked for.
+
+package store
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+)
+
+// Sources of a sent request.
+const (
+	SourceCheckpoint = "checkpoint"
+	SourceAudit      = "audit"
+	SourceOperator   = "operator"
+	SourceFollowUp   = "follow_up"
+)
+
+// SentRequest is one recorded request.
+type SentRequest struct {
+	RequestID uuid.UUID
+	Origin    string
+	Source    string
+	Request   []byte // the request body as sent (JSON)
+	Follows   uuid.UUID
+}
+
+// SentRequestRecord records a request this service sent (before or as it is published: a request
+// recorded and then lost is what re-asking is for).
+func SentRequestRecord(ctx context.Context, db Querier, r SentRequest) error {
+	if _, err := db.Exec(ctx, `
+		insert into streamseal.sent_requests (request_id, origin, source, request, follows)
+		values ($1, $2, $3, $4, $5) on conflict (request_id) do nothing`,
+		r.RequestID, r.Origin, r.Source, r.Request, nullUUID(r.Follows)); err != nil {
+		return classify("record sent request", err)
+	}
+	return nil
+}
+
+// SentRequestAnswered marks the request answered by origin and returns it; ok is false when this
+// service sent no such request to origin.
+func SentRequestAnswered(ctx context.Context, db Querier, requestID uuid.UUID, origin string) (r SentRequest, ok bool, err error) {
+	var follows *uuid.UUID
+	err = db.QueryRow(ctx, `
+		update streamseal.sent_requests set answered_at = coalesce(answered_at, now())
+		where request_id = $1 and origin = $2
+		returning request_id, origin, source, request, follows`, requestID, origin).
+		Scan(&r.RequestID, &r.Origin, &r.Source, &r.Request, &follows)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return SentRequest{}, false, nil
+	}
+	if err != nil {
+		return SentRequest{}, false, classify("mark request answered", err)
+	}
+	if follows != nil {
+		r.Follows = *follows
+	}
+	return r, true, nil
+}
+
+// SentRequestsPrune forgets the requests sent before now - olderThan and returns how many.
+func SentRequestsPrune(ctx context.Context, db Querier, olderThan time.Duration) (int64, error) {
+	tag, err := db.Exec(ctx, "delete from streamseal.sent_requests where sent_at < now() - make_interval(secs => $1)", olderThan.Seconds())
+	if err != nil {
+		return 0, classify("prune sent requests", err)
+	}
+	return tag.RowsAffected(), nil
+}
+
+// OriginControl returns the control subject origin's checkpoints announced; ok is false for an
+// origin this service has not heard from.
+func OriginControl(ctx context.Context, db Querier, origin string) (subject string, ok bool, err error) {
+	err = db.QueryRow(ctx, "select control_subject from streamseal.known_origins where origin = $1", origin).Scan(&subject)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return "", false, nil
+	}
+	if err != nil {
+		return "", false, classify("read control address of "+origin, err)
+	}
+	return subject, true, nil
+}
