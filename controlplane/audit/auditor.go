@@ -94,10 +94,13 @@ func (a *Auditor) Declined() int64 { return a.declined.Load() }
 
 // Finding is what one origin's audit found and did.
 type Finding struct {
-	Origin        string
-	Skipped       string // why the round was skipped, if it was
-	From, To      int64  // the window compared
-	Divergent     []Bucket
+	Origin    string
+	Skipped   string // why the round was skipped, if it was
+	From, To  int64  // the window compared
+	Divergent []Bucket
+	// Unresolved are the consumed types whose digests still differ from the origin's after this
+	// audit: every one is reported until it matches, never an all-clear (invariant 14).
+	Unresolved    []Unresolved
 	Requests      int // repair requests sent (or, in report-only, that would be sent)
 	Sealed        bool
 	SealedThrough int64
@@ -109,6 +112,17 @@ type Progress struct {
 	Origin      string
 	Done, Total int64
 	Pages       int
+}
+
+// Unresolved is one event type whose type-level digests differ from the origin's.
+type Unresolved struct {
+	Type string
+	// Drilled says whether this audit compared any of its stream pages (the per-audit type cap
+	// may leave it for a later audit, least recently drilled first).
+	Drilled bool
+	// ResumeAfter is the stream after which its next drill-down resumes; "" with Drilled means
+	// every page was compared this audit (what differs was found, or is in flight).
+	ResumeAfter string
 }
 
 // Bucket is one divergent (stream, tenant, type) bucket.
@@ -202,18 +216,29 @@ func (a *Auditor) auditOrigin(ctx context.Context, o store.KnownOrigin, full boo
 		}
 		return f, a.heal(ctx, a.Pool, origin, consumed, nil, "", "")
 	}
-	if len(mismatched) > a.Limits.MaxDrillDownTypes {
-		mismatched = mismatched[:a.Limits.MaxDrillDownTypes]
-	}
-	buckets, decisions, err := a.drillDown(ctx, origin, control, f.From, f.To, mismatched, eventsOf(typeDigests, mismatched))
+	cursors, err := store.AuditCursors(ctx, a.Pool, origin, mismatched)
 	if err != nil {
 		return f, err
 	}
-	f.Divergent = buckets
+	drilled := drillOrder(mismatched, cursors, a.Limits.MaxDrillDownTypes)
+	d, err := a.drillDown(ctx, origin, control, f.From, f.To, drilled, cursors, eventsOf(typeDigests, drilled))
+	if err != nil {
+		return f, err
+	}
+	f.Divergent, f.Unresolved = d.buckets, unresolved(mismatched, d)
+	decisions := d.decisions
 	f.Requests, err = a.act(ctx, origin, control, f.From, f.To, decisions)
 	return f, err
 }
 
+// unresolved lists every mismatched type, in name order, with how far this audit drilled it.
+func unresolved(mismatched []string, d drill) []Unresolved {
+	out := make([]Unresolved, 0, len(mismatched))
+	for _, t := range mismatched {
+		out = append(out, Unresolved{Type: t, Drilled: d.walked[t], ResumeAfter: d.left[t]})
+	}
+	return out
+}
 // applyCloses applies the origin's close-the-books floors to this store's copies, so closed
 // history is not read as loss.
 func (a *Auditor) applyCloses(ctx context.Context, origin string, closes []wire.StreamClose) error {

@@ -26,42 +26,103 @@ func (a *Auditor) compareTypes(ctx context.Context, origin string, from, to int6
 	return mismatched, err
 }
 
-// drillDown walks stream-level pages of the mismatched types and returns the divergent buckets.
-func (a *Auditor) drillDown(ctx context.Context, origin, control string, from, to int64, types []string, total int64) ([]Bucket, []store.LedgerDecision, error) {
-	var out []Bucket
-	var decided []store.LedgerDecision
-	var done int64
-	after := ""
-	a.Metrics.DrillDown(origin)
-	for page := 0; page < a.Limits.MaxPages; page++ {
-		answers, err := a.ask(ctx, origin, control, wire.ManifestRequest{Level: wire.LevelStreams, From: from, To: to,
-			Types: types, AfterStream: after, MaxDigests: a.Limits.MaxDigests})
-		if err != nil {
-			return nil, nil, err
+// drill is what one audit's drill-down found and where it stopped.
+type drill struct {
+	buckets   []Bucket
+	decisions []store.LedgerDecision
+	// walked are the types whose pages this audit compared (the page budget may run out first).
+	walked map[string]bool
+	// left is, per type whose pages were not all compared this audit, the stream after which
+	// its next drill-down resumes ("": the first stream, for a type the budget did not reach).
+	left map[string]string
+}
+
+// drillOrder returns the mismatched types least recently drilled first (never drilled before
+// all), cut at the per-audit cap, so types beyond the cap take their turn at the next audits.
+func drillOrder(mismatched []string, cursors map[string]store.AuditCursor, limit int) []string {
+	order := slices.Clone(mismatched)
+	slices.SortStableFunc(order, func(x, y string) int {
+		cx, okx := cursors[x]
+		cy, oky := cursors[y]
+		switch {
+		case okx != oky && !okx:
+			return -1
+		case okx != oky:
+			return 1
+		case !okx:
+			return 0
 		}
-		var digests []wire.ManifestDigest
-		for _, ans := range answers {
-			digests = append(digests, ans.Digests...)
-		}
-		done += eventsOf(digests, types)
-		if a.OnProgress != nil {
-			a.OnProgress(Progress{Origin: origin, Done: done, Total: total, Pages: page + 1})
-		}
-		resume := answers[len(answers)-1].ResumeAfter
-		buckets, decisions, err := a.compareStreams(ctx, origin, from, to, types, digests, after, resume)
-		if err != nil {
-			return nil, nil, err
-		}
-		out = append(out, buckets...)
-		decided = append(decided, decisions...)
-		if resume == "" {
-			return out, decided, nil
-		}
-		after = resume
+		return cx.DrilledAt.Compare(cy.DrilledAt)
+	})
+	if len(order) > limit {
+		order = order[:limit]
 	}
-	a.Logger.Warn("audit: stream pages capped; the rest waits for the next audit", "origin", origin, "after", after)
-	a.Metrics.PagesCapped(origin)
-	return out, decided, nil
+	return order
+}
+
+// drillDown walks stream-level pages of types, each type resuming after the stream where its
+// last drill-down stopped (audit_cursors; types at one cursor walk together), within one page
+// budget for the audit, and records where each stopped.
+func (a *Auditor) drillDown(ctx context.Context, origin, control string, from, to int64, types []string, cursors map[string]store.AuditCursor, total int64) (drill, error) {
+	d := drill{walked: map[string]bool{}, left: map[string]string{}}
+	groups := map[string][]string{}
+	var starts []string
+	for _, t := range types {
+		after := cursors[t].After
+		if _, ok := groups[after]; !ok {
+			starts = append(starts, after)
+		}
+		groups[after] = append(groups[after], t)
+	}
+	a.Metrics.DrillDown(origin)
+	var done int64
+	pages := 0
+	for _, start := range starts {
+		group, after, walked := groups[start], start, false
+		for pages < a.Limits.MaxPages {
+			answers, err := a.ask(ctx, origin, control, wire.ManifestRequest{Level: wire.LevelStreams, From: from, To: to,
+				Types: group, AfterStream: after, MaxDigests: a.Limits.MaxDigests})
+			if err != nil {
+				return drill{}, err
+			}
+			pages, walked = pages+1, true
+			var digests []wire.ManifestDigest
+			for _, ans := range answers {
+				digests = append(digests, ans.Digests...)
+			}
+			done += eventsOf(digests, group)
+			if a.OnProgress != nil {
+				a.OnProgress(Progress{Origin: origin, Done: done, Total: total, Pages: pages})
+			}
+			resume := answers[len(answers)-1].ResumeAfter
+			buckets, decisions, err := a.compareStreams(ctx, origin, from, to, group, digests, after, resume)
+			if err != nil {
+				return drill{}, err
+			}
+			d.buckets = append(d.buckets, buckets...)
+			d.decisions = append(d.decisions, decisions...)
+			if after = resume; after == "" {
+				break
+			}
+		}
+		if walked {
+			if err := store.AuditCursorSet(ctx, a.Pool, origin, group, after); err != nil {
+				return drill{}, err
+			}
+		}
+		for _, t := range group {
+			d.walked[t] = walked
+			if !walked || after != "" {
+				d.left[t] = after
+			}
+		}
+	}
+	if len(d.left) > 0 {
+		a.Logger.Warn("audit: stream pages capped; the next audit resumes where this one stopped", "origin", origin,
+			"resume_after", d.left)
+		a.Metrics.PagesCapped(origin)
+	}
+	return d, nil
 }
 
 // compareStreams compares one stream-level page, feeds its divergent buckets to the ledger and

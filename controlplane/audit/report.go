@@ -39,6 +39,20 @@ func writeFinding(w io.Writer, f Finding, mode string) {
 	for _, b := range f.Divergent {
 		fmt.Fprintf(w, "  %-17s %s/%s stream %s: local n=%d, origin n=%d\n", b.Reason, b.Tenant, b.Type, b.Stream, b.LocalN, b.OriginN)
 	}
+	// Never an all-clear over a mismatching digest: each type that still differs is named.
+	if len(f.Unresolved) > 0 {
+		fmt.Fprintf(w, "audit %s: UNRESOLVED: %d event types still differ from the origin\n", f.Origin, len(f.Unresolved))
+	}
+	for _, u := range f.Unresolved {
+		switch {
+		case !u.Drilled:
+			fmt.Fprintf(w, "  unresolved %s: not drilled this audit (type cap); its turn comes at a next audit\n", u.Type)
+		case u.ResumeAfter != "":
+			fmt.Fprintf(w, "  unresolved %s: pages left; the next audit resumes after stream %q\n", u.Type, u.ResumeAfter)
+		default:
+			fmt.Fprintf(w, "  unresolved %s: every page compared; what differs is above, repairing or in flight\n", u.Type)
+		}
+	}
 	verb := "sent"
 	if mode == config.ReportOnly {
 		verb = "would send (report-only)"

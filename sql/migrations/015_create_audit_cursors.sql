@@ -1,7 +1,9 @@
 -- audit_cursors: on a consumer, per (origin, event_type), the stream after which the next
--- audit's drill-down resumes. A drill-down that stopped at its page budget started again at the
--- first stream next time and never saw the damage beyond it (invariant 14); a type whose pages
--- were all compared has no row (the next drill-down starts at the first stream).
+-- audit's drill-down resumes, and when the type was last drilled. A drill-down that stopped at
+-- its page budget started again at the first stream next time and never saw the damage beyond
+-- it (invariant 14). after_stream '' means the type's pages were all compared (the next
+-- drill-down starts at the first stream); updated_at lets the mismatched types take turns under
+-- the per-audit cap, least recently drilled first.
 create table streamseal.audit_cursors (
     origin text not null
         constraint audit_cursors_origin_is_service_name check (origin ~ '^[a-z][a-z0-9-]{0,62}$'),
