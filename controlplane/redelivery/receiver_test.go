@@ -11,11 +11,10 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/streamseal/streamseal/controlplane/checkpoint"
-	"github.com/streamseal/streamseal/controlplane/config"
 	"github.com/streamseal/streamseal/controlplane/redelivery"
 	"github.com/streamseal/streamseal/controlplane/store"
 	"github.com/streamseal/streamseal/controlplane/wire"
+	"github.com/streamseal/streamseal/internal/checkpointtest"
 	"github.com/streamseal/streamseal/internal/dbtest"
 	"github.com/streamseal/streamseal/internal/natstest"
 	"github.com/streamseal/streamseal/internal/testrun"
@@ -288,8 +287,7 @@ func bundleOf(requestID string, stateOnly bool, copies []store.EventCopy) (wire.
 }
 
 // laneWithHole gives billing a lane of orders' eventTypes[0] for tenant acme whose type_seq 3 is
-// suspected missing: copies 1, 2, 4 and 5 stored and one checkpoint announcing 1..5, verified by
-// the checkpoint package's Verifier (report-only, so it sends nothing).
+// suspected missing: copies 1, 2, 4 and 5 stored and one checkpoint announcing 1..5.
 func laneWithHole(t *testing.T, pool *pgxpool.Pool) {
 	t.Helper()
 	ctx := context.Background()
@@ -300,14 +298,7 @@ func laneWithHole(t *testing.T, pool *pgxpool.Pool) {
 	if _, err := store.Ingest(ctx, pool, append(copies[:2:2], copies[3:]...)); err != nil {
 		t.Fatal(err)
 	}
-	settings := config.Defaults()
-	settings.RepairMode = config.ReportOnly
-	v := &checkpoint.Verifier{Pool: pool, Service: "billing", Config: settings, Logger: testrun.Logger(t)}
-	first, last := int64(1), int64(5)
-	if err := v.Handle(ctx, wire.Checkpoint{Origin: "orders", Control: wire.ControlSubject("orders"), IntervalS: 60, At: time.Now(),
-		From: 1, To: 6, Type: eventTypes[0], Tenants: []wire.CheckpointTenant{{Tenant: "acme", N: 5, First: &first, Last: &last}}}); err != nil {
-		t.Fatal(err)
-	}
+	checkpointtest.Verify(t, pool, "billing", checkpointtest.Announcing("orders", eventTypes[0], 1, 6, "acme", 1, 5))
 	if floor, suspected, _ := laneState(t, pool); floor != 2 || suspected != "{[3,4)}" {
 		t.Fatalf("premise: lane floor %d, suspected %s; want 2 and {[3,4)}", floor, suspected)
 	}
