@@ -17,6 +17,7 @@ import (
 	"github.com/streamseal/streamseal/controlplane/checkpoint"
 	"github.com/streamseal/streamseal/controlplane/config"
 	"github.com/streamseal/streamseal/controlplane/wire"
+	"github.com/streamseal/streamseal/internal/testrun"
 )
 
 // Verify has service's database verify cp as its checkpoint verifier would (report-only).
@@ -24,7 +25,7 @@ func Verify(t testing.TB, pool *pgxpool.Pool, service string, cp wire.Checkpoint
 	t.Helper()
 	settings := config.Defaults()
 	settings.RepairMode = config.ReportOnly
-	v := &checkpoint.Verifier{Pool: pool, Service: service, Config: settings}
+	v := &checkpoint.Verifier{Pool: pool, Service: service, Config: settings, Logger: testrun.Logger(t)}
 	if err := v.Handle(context.Background(), cp); err != nil {
 		t.Fatalf("verify checkpoint of %s/%s [%d, %d): %v", cp.Origin, cp.Type, cp.From, cp.To, err)
 	}
