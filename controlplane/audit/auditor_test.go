@@ -1,0 +1,294 @@
+package audit_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/streamseal/streamseal/controlplane/audit"
+	"github.com/streamseal/streamseal/controlplane/config"
+	"github.com/streamseal/streamseal/controlplane/store"
+	"github.com/streamseal/streamseal/controlplane/wire"
+	"github.com/streamseal/streamseal/internal/checkpointtest"
+	"github.com/streamseal/streamseal/internal/dbtest"
+	"github.com/streamseal/streamseal/internal/natstest"
+	"github.com/streamseal/streamseal/internal/testrun"
+)
+
+func TestAuditor(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+
+	type testBundle struct {
+		pool     *pgxpool.Pool // the auditor's ("billing") database, consuming types
+		origin   *pgxpool.Pool // "orders", granting billing types
+		nats     *natstest.Server
+		toOrders *natstest.Recorder // everything billing sends the origin: manifest and repair requests
+		// serve starts the origin's manifest server; a test that wants a silent origin skips it.
+		serve func(t *testing.T)
+	}
+
+	// setup gives billing an origin it knows from a checkpoint and consumes types from (all of
+	// eventTypes when none are named); its control endpoint runs with the auditor registered.
+	setup := func(t *testing.T, types ...string) (*audit.Auditor, *testBundle) {
+		t.Helper()
+		if len(types) == 0 {
+			types = eventTypes
+		}
+		srv := natstest.Start(t)
+		origin := dbtest.NewPool(t, "orders")
+		if err := store.GrantsAdd(ctx, origin, "billing", types); err != nil {
+			t.Fatal(err)
+		}
+		_, ordersJS := srv.Connect(t, "orders")
+		ordersControl := natstest.Control(t, ordersJS, "orders")
+
+		pool := dbtest.NewPool(t, "billing")
+		if err := store.SubscriptionsAdd(ctx, pool, types); err != nil {
+			t.Fatal(err)
+		}
+		checkpointtest.Verify(t, pool, "billing", checkpointtest.Heartbeat("orders", types[0], "acme", 0, 0))
+		_, billingJS := srv.Connect(t, "billing")
+		settings := config.Defaults()
+		settings.SettleWindow = 0 // nothing here is in flight: compare everything
+		a := &audit.Auditor{Pool: pool, JS: billingJS, Service: "billing", Config: settings, Logger: testrun.Logger(t)}
+		control := natstest.Control(t, billingJS, "billing")
+		a.Register(control)
+		testrun.Go(t, "billing control endpoint", control.Run)
+
+		b := &testBundle{pool: pool, origin: origin, nats: srv, toOrders: srv.Record(t, wire.ControlStream, wire.ControlSubject("orders"))}
+		b.serve = func(t *testing.T) {
+			(&audit.ManifestServer{Pool: origin, JS: ordersJS, Service: "orders", Logger: a.Logger}).Register(ordersControl)
+			testrun.Go(t, "orders control endpoint", ordersControl.Run)
+		}
+		return a, b
+	}
+
+	// awaitSent waits until billing has sent the origin n messages of kind and returns them.
+	awaitSent := func(t *testing.T, b *testBundle, kind string, n int) []wire.Envelope {
+		t.Helper()
+		var out []wire.Envelope
+		b.toOrders.Await(t, fmt.Sprintf("%d %s sent to orders", n, kind), func(msgs []natstest.Msg) bool {
+			envs, _ := natstest.Envelopes(t, msgs)
+			out = out[:0]
+			for _, env := range envs {
+				if env.Kind == kind {
+					out = append(out, env)
+				}
+			}
+			return len(out) >= n
+		})
+		return out
+	}
+
+	t.Run("Defaults", func(t *testing.T) {
+		t.Parallel()
+		// The audit's caps as the README's configuration table (and config.Defaults) state them,
+		// and the limits only the doc comment states: 10 stream pages, a 30 s answer timeout.
+		for _, c := range []struct {
+			name      string
+			got, want any
+		}{
+			{"MaxDrillDownTypesDefault", audit.MaxDrillDownTypesDefault, 10},
+			{"MaxPagesDefault", audit.MaxPagesDefault, 10},
+			{"MaxDigestsDefault", audit.MaxDigestsDefault, 500},
+			{"MaxRequestsDefault", audit.MaxRequestsDefault, 25},
+			{"AnswerTimeoutDefault", audit.AnswerTimeoutDefault, 30 * time.Second},
+			{"config MaxDrillDownTypesPerAudit", config.Defaults().MaxDrillDownTypesPerAudit, audit.MaxDrillDownTypesDefault},
+			{"config MaxDigestsPerManifest", config.Defaults().MaxDigestsPerManifest, audit.MaxDigestsDefault},
+			{"config MaxAutoRepairRequestsPerAudit", config.Defaults().MaxAutoRepairRequestsPerAudit, audit.MaxRequestsDefault},
+		} {
+			if c.got != c.want {
+				t.Errorf("%s = %v, want %v", c.name, c.got, c.want)
+			}
+		}
+
+		// Invariant 9 (storm bounds) with zero Limits: eleven mismatched types, and the audit
+		// drills into MaxDrillDownTypesDefault of them, asking one repair for each.
+		var types []string
+		for i := range 11 {
+			types = append(types, fmt.Sprintf("kind.%02d", i))
+		}
+		a, b := setup(t, types...)
+		for _, ty := range types {
+			appendStamped(t, b.origin, ownEvent("acme", "s-"+ty, 1, ty))
+		}
+		b.serve(t)
+		findings, err := a.Run(ctx, audit.Scope{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		drilled := map[string]bool{}
+		for _, d := range findings[0].Divergent {
+			drilled[d.Type] = true
+		}
+		if len(drilled) != audit.MaxDrillDownTypesDefault || findings[0].Requests != audit.MaxDrillDownTypesDefault || findings[0].Sealed {
+			t.Fatalf("finding %+v: drilled into %d types; want %d types drilled and repaired, no seal",
+				findings[0], len(drilled), audit.MaxDrillDownTypesDefault)
+		}
+	})
+
+	// Invariant 8 (bounded cost): a window that matches whole at type level is sealed without a
+	// stream-level page, and the next audit asks only for the window above the seal.
+	t.Run("SealsAMatchingWindowAndStartsAboveItNextTime", func(t *testing.T) {
+		t.Parallel()
+		a, b := setup(t)
+		for v := int64(1); v <= 4; v++ {
+			appendStamped(t, b.origin, ownEvent("acme", "s1", v, eventTypes[0]), ownEvent("acme", "s2", v, eventTypes[1]),
+				ownEvent("globex", "g1", v, eventTypes[2]))
+		}
+		ingest(t, b.pool, ownLane(t, b.origin))
+		b.serve(t)
+
+		first, err := a.Run(ctx, audit.Scope{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if f := first[0]; f.Origin != "orders" || f.From != 0 || f.To != 13 || !f.Sealed || f.SealedThrough != 13 || len(f.Divergent) != 0 || f.Requests != 0 {
+			t.Fatalf("first audit %+v; want [0, 13) matched and sealed through 13", f)
+		}
+		appendStamped(t, b.origin, ownEvent("acme", "s1", 5, eventTypes[0]), ownEvent("acme", "s3", 1, eventTypes[1]))
+		ingest(t, b.pool, ownLane(t, b.origin)[12:])
+		second, err := a.Run(ctx, audit.Scope{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if f := second[0]; f.From != 13 || f.To != 15 || !f.Sealed || f.SealedThrough != 15 {
+			t.Fatalf("second audit %+v; want the window [13, 15) above the seal, sealed through 15", f)
+		}
+		requests := awaitSent(t, b, wire.KindManifestRequest, 2)
+		var levels []string
+		for _, env := range requests {
+			var req wire.ManifestRequest
+			if err := json.Unmarshal(env.Body, &req); err != nil {
+				t.Fatal(err)
+			}
+			levels = append(levels, fmt.Sprintf("%s[%d,…)", req.Level, req.From))
+		}
+		if fmt.Sprint(levels) != "[types[0,…) types[13,…)]" {
+			t.Fatalf("manifest requests %v; want one type-level request per audit, none at stream level", levels)
+		}
+	})
+
+	// Invariants 1 and 10: a deficit is found to the stream and repaired by a directed request
+	// naming exactly that stream; a local extra and an identity mismatch are alarmed and ledgered
+	// but never requested, and no local copy is deleted; nothing is sealed over the mismatch (14).
+	t.Run("ClassifiesDivergenceAndAsksRepairOnlyForDeficits", func(t *testing.T) {
+		t.Parallel()
+		a, b := setup(t)
+		for v := int64(1); v <= 3; v++ {
+			appendStamped(t, b.origin, ownEvent("acme", "lost", v, eventTypes[0])) // origin_seq 1..3
+		}
+		appendStamped(t, b.origin, ownEvent("acme", "extra", 1, eventTypes[0]), ownEvent("acme", "extra", 2, eventTypes[0]), // 4, 5
+			ownEvent("acme", "swapped", 1, eventTypes[0]), // 6
+			ownEvent("acme", "fine", 1, eventTypes[0]))    // 7
+		lane := ownLane(t, b.origin)
+		extra := lane[2] // the lost event's number, claimed by a copy nobody sent in stream "extra"
+		extra.EventID, extra.StreamID, extra.StreamVersion = uuid.New(), "extra", 3
+		swapped := lane[5]
+		swapped.EventID = uuid.New()
+		ingest(t, b.pool, []store.EventCopy{lane[0], lane[1], lane[3], lane[4], extra, swapped, lane[6]})
+		b.serve(t)
+
+		findings, err := a.Run(ctx, audit.Scope{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		f := findings[0]
+		var divergent []string
+		for _, d := range f.Divergent {
+			divergent = append(divergent, fmt.Sprintf("%s:%s:%d/%d", d.Stream, d.Reason, d.LocalN, d.OriginN))
+		}
+		sort.Strings(divergent)
+		if want := "[extra:local_extra:3/2 lost:deficit:2/3 swapped:identity_mismatch:1/1]"; fmt.Sprint(divergent) != want {
+			t.Fatalf("divergent buckets %v, want %s", divergent, want)
+		}
+		if f.Requests != 1 || f.Sealed {
+			t.Fatalf("finding %+v; want one repair request and no seal", f)
+		}
+		var req wire.RedeliveryRequest
+		if err := json.Unmarshal(awaitSent(t, b, wire.KindRedeliveryRequest, 1)[0].Body, &req); err != nil {
+			t.Fatal(err)
+		}
+		if fmt.Sprint(req.Streams, req.Tenants, req.Types) != "[lost] [acme] [order.placed]" || *req.FromSeq != 0 || *req.ToSeq != 8 {
+			t.Fatalf("repair request %+v; want stream lost of acme's order.placed in [0, 8)", req)
+		}
+		if n := len(copiesHeld(t, b.pool)); n != 7 {
+			t.Fatalf("billing holds %d copies after the audit, want the 7 it had (nothing deleted)", n)
+		}
+		var ledgered string
+		if err := b.pool.QueryRow(ctx, "select string_agg(stream_id || ':' || reason, ' ' order by stream_id) from streamseal.repair_ledger").Scan(&ledgered); err != nil {
+			t.Fatal(err)
+		}
+		if ledgered != "extra:local_extra lost:deficit swapped:identity_mismatch" {
+			t.Fatalf("repair ledger holds %q; want the three divergent buckets", ledgered)
+		}
+		var sealed int64
+		if err := b.pool.QueryRow(ctx, "select coalesce((select sealed_through from streamseal.seals where origin = 'orders'), 0)").Scan(&sealed); err != nil || sealed != 0 {
+			t.Fatalf("seal at %d (%v), want none over a mismatching window", sealed, err)
+		}
+	})
+
+	// Invariant 14: an origin that does not answer fails the audit loudly after the answer
+	// timeout; nothing is compared, nothing sealed.
+	t.Run("FailsWhenTheOriginDoesNotAnswer", func(t *testing.T) {
+		t.Parallel()
+		a, b := setup(t)
+		a.Limits.AnswerTimeout = 200 * time.Millisecond // the timeout is the behaviour under test
+		appendStamped(t, b.origin, ownEvent("acme", "s", 1, eventTypes[0]))
+		ingest(t, b.pool, ownLane(t, b.origin))
+		findings, err := a.Run(ctx, audit.Scope{})
+		if err == nil || !strings.Contains(err.Error(), "no complete types manifest answer from orders within 200ms") {
+			t.Fatalf("audit of a silent origin returned %+v, %v; want the missing answer named", findings, err)
+		}
+		awaitSent(t, b, wire.KindManifestRequest, 1)
+		var sealed int64
+		if err := b.pool.QueryRow(ctx, "select coalesce(max(sealed_through), 0) from streamseal.seals").Scan(&sealed); err != nil || sealed != 0 {
+			t.Fatalf("sealed through %d (%v) after a failed audit", sealed, err)
+		}
+	})
+
+	// Invariant 12 (authenticity): an answer whose body claims an origin other than its sender is
+	// refused, not fed to a comparison.
+	t.Run("RefusesAnAnswerItsSenderDoesNotOwn", func(t *testing.T) {
+		t.Parallel()
+		a := &audit.Auditor{}
+		env, err := wire.NewEnvelope(wire.KindManifestAnswer, "payments", "billing",
+			wire.ManifestAnswer{RequestID: "r", Origin: "orders", Level: wire.LevelTypes, Chunk: 1, Chunks: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := a.Accept(env); !errors.Is(err, wire.ErrPermanent) {
+			t.Fatalf("Accept = %v, want a permanent refusal", err)
+		}
+		if a.Declined() != 0 {
+			t.Fatalf("a refused answer counted as %d declined", a.Declined())
+		}
+	})
+}
+
+func copiesHeld(t *testing.T, pool *pgxpool.Pool) []string {
+	t.Helper()
+	rows, err := pool.Query(context.Background(), "select event_id::text from streamseal.events where origin = 'orders'")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, id)
+	}
+	return out
+}

@@ -1,0 +1,346 @@
+package inbox_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/nats-io/nats.go"
+
+	"github.com/streamseal/streamseal/controlplane/inbox"
+	"github.com/streamseal/streamseal/controlplane/store"
+	"github.com/streamseal/streamseal/controlplane/wire"
+	"github.com/streamseal/streamseal/internal/dbtest"
+	"github.com/streamseal/streamseal/internal/natstest"
+	"github.com/streamseal/streamseal/internal/testrun"
+)
+
+func TestMain(m *testing.M) { dbtest.Main(m) }
+
+var eventTypes = []string{"order.placed", "order.paid", "order.shipped"}
+
+func TestInbox(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+
+	// The inbox under test is "billing", consuming eventTypes; "orders" publishes them.
+	type testBundle struct {
+		pool *pgxpool.Pool
+		nats *natstest.Server
+	}
+
+	setup := func(t *testing.T) (*inbox.Inbox, *testBundle) {
+		t.Helper()
+		pool := dbtest.NewPool(t, "billing")
+		if err := store.SubscriptionsAdd(ctx, pool, eventTypes); err != nil {
+			t.Fatal(err)
+		}
+		srv := natstest.Start(t)
+		_, js := srv.Connect(t, "billing")
+		return &inbox.Inbox{Pool: pool, JS: js, Service: "billing", Logger: testrun.Logger(t)},
+			&testBundle{pool: pool, nats: srv}
+	}
+
+	// publish puts messages on the events stream as a relay would.
+	publish := func(t *testing.T, b *testBundle, msgs ...*nats.Msg) {
+		t.Helper()
+		for _, m := range msgs {
+			if _, err := b.nats.JS.PublishMsg(ctx, m); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+
+	t.Run("Defaults", func(t *testing.T) {
+		t.Parallel()
+		// The inbox's batch as its doc comment states it: 500 messages fetched and ingested per
+		// transaction.
+		if inbox.BatchDefault != 500 {
+			t.Errorf("BatchDefault = %d, want 500", inbox.BatchDefault)
+		}
+
+		// A zero-valued Inbox takes it: its durable consumer lets four batches be in flight.
+		in, b := setup(t)
+		testrun.Go(t, "inbox", in.Run)
+		publish(t, b, wire.EventMessage(ordersEvent(1, 1, eventTypes[0])))
+		testrun.WaitFor(t, "the event stored", func() bool { return in.Counts().Stored == 1 })
+		cons, err := b.nats.JS.Consumer(ctx, wire.EventsStream, "streamseal-inbox-billing")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := cons.CachedInfo().Config.MaxAckPending; got != 4*inbox.BatchDefault {
+			t.Fatalf("inbox consumer MaxAckPending = %d, want 4 batches of BatchDefault (%d)", got, 4*inbox.BatchDefault)
+		}
+	})
+
+	t.Run("ConsumesNothingWithoutSubscriptions", func(t *testing.T) {
+		t.Parallel()
+		pool := dbtest.NewPool(t, "quiet")
+		srv := natstest.Start(t)
+		_, js := srv.Connect(t, "quiet")
+		in := &inbox.Inbox{Pool: pool, JS: js, Service: "quiet", Logger: testrun.Logger(t)}
+		ctx, cancel := context.WithTimeout(ctx, testrun.Failsafe)
+		defer cancel()
+		if err := in.Run(ctx); err != nil || ctx.Err() != nil {
+			t.Fatalf("Run = %v (context: %v); want it to return nil at once", err, ctx.Err())
+		}
+	})
+
+	// Invariant 3: a copy is stored with the identity its origin stamped and its payload bytes
+	// exactly as they travelled.
+	t.Run("StoresCopiesWithTheirIdentity", func(t *testing.T) {
+		t.Parallel()
+		in, b := setup(t)
+		var sent []store.EventCopy
+		for i := range 30 {
+			e := ordersEvent(int64(i+1), int64(i/3+1), eventTypes[i%3])
+			sent = append(sent, e)
+			publish(t, b, wire.EventMessage(e))
+		}
+		testrun.Go(t, "inbox", in.Run)
+		testrun.WaitFor(t, "30 copies stored", func() bool { return in.Counts().Stored == 30 })
+
+		stored := copiesOf(t, b.pool, "orders")
+		if len(stored) != 30 {
+			t.Fatalf("billing holds %d copies of orders, want 30", len(stored))
+		}
+		for i, g := range stored {
+			w := sent[i]
+			if g.EventID != w.EventID || g.OriginSeq != w.OriginSeq || g.TypeSeq != w.TypeSeq || g.Tenant != w.Tenant ||
+				g.StreamID != w.StreamID || g.StreamVersion != w.StreamVersion || g.EventType != w.EventType ||
+				!bytes.Equal(g.Payload, w.Payload) || !g.OccurredAt.Equal(w.OccurredAt) {
+				t.Fatalf("copy %d stored as %+v, sent %+v", i, g, w)
+			}
+		}
+	})
+
+	// Invariant 13 (no wedge): a message the inbox cannot even decode (an event without a valid id,
+	// a malformed checkpoint) is recorded in inbox_rejects with its reason, subject, headers and
+	// bytes, terminated, and the events behind it are stored.
+	t.Run("RecordsAMalformedMessageInInboxRejectsAndGoesOn", func(t *testing.T) {
+		t.Parallel()
+		in, b := setup(t)
+		badEvent := wire.EventMessage(ordersEvent(2, 2, eventTypes[0]))
+		badEvent.Header.Set("Streamseal-Event-Id", "not-a-uuid")
+		badEvent.Data = []byte(`{"broken": true}`)
+		badCheckpoint := nats.NewMsg(wire.EventSubject("orders", eventTypes[1]))
+		badCheckpoint.Header.Set(wire.HdrKind, wire.KindCheckpoint)
+		badCheckpoint.Data = []byte(`{"v":1,"origin":`)
+		publish(t, b, wire.EventMessage(ordersEvent(1, 1, eventTypes[0])), badEvent, badCheckpoint,
+			wire.EventMessage(ordersEvent(3, 3, eventTypes[0])))
+		testrun.Go(t, "inbox", in.Run)
+		testrun.WaitFor(t, "two stored and two rejected", func() bool {
+			c := in.Counts()
+			return c.Stored == 2 && c.Rejected == 2
+		})
+
+		rows, err := b.pool.Query(ctx, "select subject, reason, headers::text, payload from streamseal.inbox_rejects order by id")
+		if err != nil {
+			t.Fatal(err)
+		}
+		type reject struct {
+			subject, reason, headers string
+			payload                  []byte
+		}
+		var rejects []reject
+		for rows.Next() {
+			var r reject
+			if err := rows.Scan(&r.subject, &r.reason, &r.headers, &r.payload); err != nil {
+				t.Fatal(err)
+			}
+			rejects = append(rejects, r)
+		}
+		if err := rows.Err(); err != nil {
+			t.Fatal(err)
+		}
+		if len(rejects) != 2 {
+			t.Fatalf("inbox_rejects holds %d rows, want 2: %+v", len(rejects), rejects)
+		}
+		if r := rejects[0]; r.subject != badEvent.Subject || !strings.Contains(r.reason, "Streamseal-Event-Id") ||
+			!strings.Contains(r.headers, "not-a-uuid") || string(r.payload) != `{"broken": true}` {
+			t.Fatalf("the bad event's reject is %+v", r)
+		}
+		if r := rejects[1]; r.subject != badCheckpoint.Subject || !strings.Contains(r.reason, "checkpoint") ||
+			string(r.payload) != `{"v":1,"origin":` {
+			t.Fatalf("the bad checkpoint's reject is %+v", r)
+		}
+		if n := len(copiesOf(t, b.pool, "orders")); n != 2 {
+			t.Fatalf("billing holds %d copies, want the 2 good ones", n)
+		}
+	})
+
+	// Invariant 13: a batch the store refuses (one copy carries an unknown flag bit) is retried one
+	// copy at a time, so the one bad copy is recorded with its origin and id and the rest of its
+	// batch is stored.
+	t.Run("IsolatesACopyTheStoreRefusesAndStoresTheRestOfItsBatch", func(t *testing.T) {
+		t.Parallel()
+		in, b := setup(t)
+		bad := ordersEvent(6, 6, eventTypes[0])
+		bad.Flags = 8
+		for seq := int64(1); seq <= 11; seq++ {
+			e := ordersEvent(seq, seq, eventTypes[0])
+			if seq == 6 {
+				e = bad
+			}
+			publish(t, b, wire.EventMessage(e))
+		}
+		testrun.Go(t, "inbox", in.Run) // started after publishing: the 11 arrive as one fetch
+		testrun.WaitFor(t, "ten stored and one rejected", func() bool {
+			c := in.Counts()
+			return c.Stored == 10 && c.Rejected == 1
+		})
+		var origin, reason string
+		var eventID uuid.UUID
+		if err := b.pool.QueryRow(ctx, "select origin, event_id, reason from streamseal.inbox_rejects").Scan(&origin, &eventID, &reason); err != nil {
+			t.Fatal(err)
+		}
+		if origin != "orders" || eventID != bad.EventID || !strings.Contains(reason, "unknown bits") {
+			t.Fatalf("reject = origin %s, event %s, %q; want the bad copy named with the store's reason", origin, eventID, reason)
+		}
+		if n := len(copiesOf(t, b.pool, "orders")); n != 10 {
+			t.Fatalf("billing holds %d copies, want the other 10 of the batch", n)
+		}
+	})
+
+	// A service ignores its own events coming back on the shared subjects: not a copy, not a
+	// reject (DESIGN.md lessons: a service ignores what it sent).
+	t.Run("IgnoresItsOwnEventsComingBack", func(t *testing.T) {
+		t.Parallel()
+		in, b := setup(t)
+		own := ordersEvent(1, 1, eventTypes[0])
+		own.Origin = "billing"
+		publish(t, b, wire.EventMessage(own), wire.EventMessage(ordersEvent(1, 1, eventTypes[0])))
+		testrun.Go(t, "inbox", in.Run)
+		testrun.WaitFor(t, "both deliveries handled", func() bool {
+			c := in.Counts()
+			return c.Received == 2 && c.Stored == 1
+		})
+		if c := in.Counts(); c.Rejected != 0 {
+			t.Fatalf("own event counted as %d rejects", c.Rejected)
+		}
+		var n int
+		if err := b.pool.QueryRow(ctx, "select count(*) from streamseal.events where event_id = $1", own.EventID).Scan(&n); err != nil || n != 0 {
+			t.Fatalf("own event stored %d times (%v)", n, err)
+		}
+	})
+
+	// Invariant 2 (idempotence): the same event delivered again (republished beyond JetStream's
+	// duplicate window, so it arrives twice) adds no row and moves no digest.
+	t.Run("ARedeliveredEventAddsNoRowAndMovesNoDigest", func(t *testing.T) {
+		t.Parallel()
+		in, b := setup(t)
+		e := ordersEvent(1, 1, eventTypes[0])
+		publish(t, b, wire.EventMessage(e))
+		testrun.Go(t, "inbox", in.Run)
+		testrun.WaitFor(t, "the first delivery stored", func() bool { return in.Counts().Stored == 1 })
+		before, err := store.StreamDigests(ctx, b.pool)
+		if err != nil {
+			t.Fatal(err)
+		}
+
+		again := wire.EventMessage(e)
+		again.Header.Set(nats.MsgIdHdr, "orders:1:again")
+		publish(t, b, again)
+		testrun.WaitFor(t, "the second delivery handled", func() bool { return in.Counts().Received == 2 && in.Counts().Stored == 2 })
+		after, err := store.StreamDigests(ctx, b.pool)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := len(copiesOf(t, b.pool, "orders")); n != 1 {
+			t.Fatalf("billing holds %d rows of one event", n)
+		}
+		if fmt.Sprint(before) != fmt.Sprint(after) || len(after) != 1 || after[0].N != 1 {
+			t.Fatalf("digests moved on a redelivery: %+v -> %+v", before, after)
+		}
+	})
+
+	// Invariants 1 and 14: a checkpoint is verified only once every event before it in the stream
+	// is committed (so it never calls missing what is merely in its batch); a failed verification
+	// redelivers the checkpoint, and the events behind it are still stored.
+	t.Run("VerifiesACheckpointAfterTheEventsBeforeItAreStored", func(t *testing.T) {
+		t.Parallel()
+		in, b := setup(t)
+		type call struct{ held int }
+		calls := make(chan call, 4)
+		var failed atomic.Bool
+		in.OnCheckpoint = func(ctx context.Context, cp wire.Checkpoint) error {
+			held := len(copiesOf(t, b.pool, "orders"))
+			calls <- call{held}
+			if failed.CompareAndSwap(false, true) {
+				return fmt.Errorf("the verifier fails once")
+			}
+			return nil
+		}
+		for seq := int64(1); seq <= 10; seq++ {
+			publish(t, b, wire.EventMessage(ordersEvent(seq, seq, eventTypes[0])))
+		}
+		cp, err := wire.CheckpointMessage(wire.Checkpoint{Origin: "orders", Control: wire.ControlSubject("orders"), IntervalS: 60,
+			At: time.Now(), From: 1, To: 11, Type: eventTypes[0], Tenants: []wire.CheckpointTenant{{Tenant: "acme", N: 10}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		publish(t, b, cp)
+		for seq := int64(11); seq <= 15; seq++ {
+			publish(t, b, wire.EventMessage(ordersEvent(seq, seq, eventTypes[0])))
+		}
+		testrun.Go(t, "inbox", in.Run)
+
+		for i := range 2 {
+			if c := testrun.Receive(t, "a checkpoint verification", calls); c.held < 10 {
+				t.Fatalf("verification %d ran while billing held %d of the 10 events before the checkpoint", i+1, c.held)
+			}
+		}
+		testrun.WaitFor(t, "the events behind the checkpoint stored", func() bool { return len(copiesOf(t, b.pool, "orders")) == 15 })
+		testrun.WaitFor(t, "the checkpoint acknowledged", func() bool {
+			info, err := b.nats.JS.Consumer(ctx, wire.EventsStream, "streamseal-inbox-billing")
+			if err != nil {
+				return false
+			}
+			i, err := info.Info(ctx)
+			return err == nil && i.NumAckPending == 0 && i.NumPending == 0
+		})
+		select {
+		case c := <-calls:
+			t.Fatalf("checkpoint verified a third time (%+v) after it succeeded", c)
+		default:
+		}
+	})
+}
+
+// ordersEvent is an event of origin "orders" as its relay publishes it.
+func ordersEvent(originSeq, typeSeq int64, eventType string) store.EventCopy {
+	return store.EventCopy{EventID: uuid.New(), Origin: "orders", OriginSeq: originSeq, TypeSeq: typeSeq, Tenant: "acme",
+		StreamID: fmt.Sprintf("order-%d", originSeq%4), StreamVersion: originSeq, EventType: eventType,
+		Payload:    []byte(fmt.Sprintf(" {\"seq\" : %d}\n", originSeq)), // odd spacing: bytes must survive untouched
+		OccurredAt: time.Date(2026, 1, 2, 3, 4, 5, int(originSeq)*1000, time.UTC)}
+}
+
+// copiesOf reads the copies of origin's events in origin_seq order.
+func copiesOf(t *testing.T, pool *pgxpool.Pool, origin string) []store.EventCopy {
+	t.Helper()
+	rows, err := pool.Query(context.Background(), `
+		select event_id, origin_seq, type_seq, tenant, stream_id, stream_version, event_type, payload, occurred_at
+		from streamseal.events where origin = $1 order by origin_seq`, origin)
+	if err != nil {
+		t.Error(err)
+		return nil
+	}
+	defer rows.Close()
+	var out []store.EventCopy
+	for rows.Next() {
+		e := store.EventCopy{Origin: origin}
+		if err := rows.Scan(&e.EventID, &e.OriginSeq, &e.TypeSeq, &e.Tenant, &e.StreamID, &e.StreamVersion, &e.EventType,
+			&e.Payload, &e.OccurredAt); err != nil {
+			t.Error(err)
+			return nil
+		}
+		out = append(out, e)
+	}
+	return out
+}

@@ -1,0 +1,315 @@
+package redelivery_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/streamseal/streamseal/controlplane/redelivery"
+	"github.com/streamseal/streamseal/controlplane/store"
+	"github.com/streamseal/streamseal/controlplane/wire"
+	"github.com/streamseal/streamseal/internal/checkpointtest"
+	"github.com/streamseal/streamseal/internal/dbtest"
+	"github.com/streamseal/streamseal/internal/natstest"
+	"github.com/streamseal/streamseal/internal/testrun"
+)
+
+func TestReceiver(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+
+	type testBundle struct {
+		pool    *pgxpool.Pool // the receiver's ("billing") database
+		nats    *natstest.Server
+		control *wire.Control       // billing's control endpoint
+		orders  jetstream.JetStream // the origin's connection, sending bundles and summaries
+	}
+
+	setup := func(t *testing.T) (*redelivery.Receiver, *testBundle) {
+		t.Helper()
+		pool := dbtest.NewPool(t, "billing")
+		srv := natstest.Start(t)
+		_, js := srv.Connect(t, "billing")
+		_, orders := srv.Connect(t, "orders")
+		return &redelivery.Receiver{Pool: pool, Service: "billing", Logger: testrun.Logger(t)},
+			&testBundle{pool: pool, nats: srv, control: natstest.Control(t, js, "billing"), orders: orders}
+	}
+
+	start := func(t *testing.T, r *redelivery.Receiver, b *testBundle) {
+		t.Helper()
+		r.Register(b.control)
+		testrun.Go(t, "control endpoint", b.control.Run)
+	}
+
+	// send publishes a control message of kind from sender to billing, as sender's control plane would.
+	send := func(t *testing.T, b *testBundle, kind, sender string, body any, attachment []byte) {
+		t.Helper()
+		env, err := wire.NewEnvelope(kind, sender, "billing", body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := wire.Publish(ctx, b.orders, env, attachment); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	// Invariant 3 (identity): a bundle's events are stored with the identity the origin stamped
+	// and their payload bytes exactly as they travelled; a backfill bundle marks its events
+	// state-only.
+	t.Run("StoresABundleWithItsIdentityAndRawBytes", func(t *testing.T) {
+		t.Parallel()
+		r, b := setup(t)
+		live, backfill := ordersCopies("s", 1, 3), ordersCopies("t", 4, 2)
+		liveBundle, liveBytes := bundleOf("r1", false, live)
+		backfillBundle, backfillBytes := bundleOf("r2", true, backfill)
+		send(t, b, wire.KindRedeliveryBundle, "orders", liveBundle, liveBytes)
+		send(t, b, wire.KindRedeliveryBundle, "orders", backfillBundle, backfillBytes)
+		start(t, r, b)
+		testrun.WaitFor(t, "five events stored", func() bool { _, stored, _ := r.Counts(); return stored == 5 })
+
+		for i := range backfill {
+			backfill[i].Flags |= store.StateOnly
+		}
+		want := append(live, backfill...)
+		got := lane(t, b.pool, "orders")
+		if len(got) != len(want) {
+			t.Fatalf("billing holds %d copies, want %d", len(got), len(want))
+		}
+		for i := range want {
+			if !sameCopy(got[i], want[i]) {
+				t.Fatalf("copy %d stored as %+v, sent %+v", i, got[i], want[i])
+			}
+		}
+		if bundles, _, refused := r.Counts(); bundles != 2 || refused != 0 {
+			t.Fatalf("counts: %d bundles, %d refused; want 2 and 0", bundles, refused)
+		}
+	})
+
+	// Invariants 3 and 13: a bundle whose event lengths disagree with its payload bytes is refused
+	// whole (none of its events stored, not even the ones that would parse), and the bundles
+	// around it in the same run are stored.
+	t.Run("RefusesAnInconsistentBundleAndStoresTheRestOfItsRun", func(t *testing.T) {
+		t.Parallel()
+		r, b := setup(t)
+		first, second := ordersCopies("a", 1, 2), ordersCopies("c", 5, 2)
+		bad, badBytes := bundleOf("r", false, ordersCopies("b", 3, 2))
+		bad.Events[1].Len += 5 // the events claim 5 bytes the attachment does not hold
+		firstBundle, firstBytes := bundleOf("r", false, first)
+		secondBundle, secondBytes := bundleOf("r", false, second)
+		send(t, b, wire.KindRedeliveryBundle, "orders", firstBundle, firstBytes)
+		send(t, b, wire.KindRedeliveryBundle, "orders", bad, badBytes)
+		send(t, b, wire.KindRedeliveryBundle, "orders", secondBundle, secondBytes)
+		start(t, r, b) // after sending: the three arrive as one run
+		testrun.WaitFor(t, "all three bundles handled", func() bool { return b.control.Finished() == 3 })
+
+		if _, stored, refused := r.Counts(); stored != 4 || refused != 1 {
+			t.Fatalf("counts: %d stored, %d refused; want the 4 events of the good bundles and 1 refusal", stored, refused)
+		}
+		got := lane(t, b.pool, "orders")
+		for _, e := range got {
+			if e.StreamID == "b" {
+				t.Fatalf("an event of the refused bundle was stored: %+v", e)
+			}
+		}
+		if len(got) != 4 {
+			t.Fatalf("billing holds %d copies, want the 4 of the good bundles", len(got))
+		}
+	})
+
+	// Invariant 12 (authenticity): a bundle sent by one origin claiming another origin's events
+	// is refused whole; an origin re-delivers only its own lane.
+	t.Run("RefusesABundleClaimingAnotherOrigin", func(t *testing.T) {
+		t.Parallel()
+		r, b := setup(t)
+		forged := ordersCopies("s", 1, 2)
+		for i := range forged {
+			forged[i].Origin = "payments"
+		}
+		bundle, bytes := bundleOf("r", false, forged)
+		send(t, b, wire.KindRedeliveryBundle, "orders", bundle, bytes)
+		start(t, r, b)
+		testrun.WaitFor(t, "the bundle handled", func() bool { return b.control.Finished() == 1 })
+		if _, stored, refused := r.Counts(); stored != 0 || refused != 1 {
+			t.Fatalf("counts: %d stored, %d refused; want nothing stored and 1 refusal", stored, refused)
+		}
+		if n := len(lane(t, b.pool, "payments")) + len(lane(t, b.pool, "orders")); n != 0 {
+			t.Fatalf("billing stored %d events of a forged bundle", n)
+		}
+	})
+
+	// Invariant 2 (idempotence): the same bundle received again adds no row and moves no digest.
+	t.Run("ARedeliveredBundleAddsNothing", func(t *testing.T) {
+		t.Parallel()
+		r, b := setup(t)
+		bundle, bytes := bundleOf("r", false, ordersCopies("s", 1, 3))
+		start(t, r, b)
+		send(t, b, wire.KindRedeliveryBundle, "orders", bundle, bytes)
+		testrun.WaitFor(t, "the first bundle handled", func() bool { return b.control.Finished() == 1 })
+		before, err := store.StreamDigests(ctx, b.pool)
+		if err != nil {
+			t.Fatal(err)
+		}
+		send(t, b, wire.KindRedeliveryBundle, "orders", bundle, bytes)
+		testrun.WaitFor(t, "the second bundle handled", func() bool { return b.control.Finished() == 2 })
+		after, err := store.StreamDigests(ctx, b.pool)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if bundles, stored, refused := r.Counts(); bundles != 2 || stored != 3 || refused != 0 {
+			t.Fatalf("counts: %d bundles, %d stored, %d refused; want 2, 3 (nothing new the second time), 0", bundles, stored, refused)
+		}
+		if n := len(lane(t, b.pool, "orders")); n != 3 {
+			t.Fatalf("billing holds %d rows, want 3", n)
+		}
+		if fmt.Sprint(before) != fmt.Sprint(after) {
+			t.Fatalf("digests moved: %+v -> %+v", before, after)
+		}
+	})
+
+	// Invariant 6: a hole clears only by its arrival or by a recorded acceptance. When the origin's
+	// summary says a suspected type_seq cannot be re-delivered, the receiver records it as an
+	// accepted loss and the lane's floor passes it; the zero-valued receiver only reports it.
+	t.Run("RecordsWhatTheOriginCannotServeAsAnAcceptedLoss", func(t *testing.T) {
+		t.Parallel()
+		for _, accept := range []bool{false, true} {
+			t.Run(fmt.Sprintf("AcceptUnservable=%v", accept), func(t *testing.T) {
+				t.Parallel()
+				r, b := setup(t)
+				laneWithHole(t, b.pool)
+				summaries := make(chan wire.RedeliverySummary, 1)
+				r.AcceptUnservable = accept
+				r.OnSummary = func(s wire.RedeliverySummary) { summaries <- s }
+				start(t, r, b)
+				send(t, b, wire.KindRedeliverySummary, "orders", wire.RedeliverySummary{RequestID: "r", Origin: "orders",
+					Unservable: []wire.Unservable{{Tenant: "acme", Type: eventTypes[0], Reason: "absent", TypeSeqs: [][2]int64{{3, 4}}}}}, nil)
+				if s := testrun.Receive(t, "the summary", summaries); s.RequestID != "r" || len(s.Unservable) != 1 {
+					t.Fatalf("summary observed as %+v", s)
+				}
+				floor, suspected, accepted := laneState(t, b.pool)
+				want := "2 {[3,4)} {}"
+				if accept {
+					want = "5 {} {[3,4)}"
+				}
+				if got := fmt.Sprint(floor, " ", suspected, " ", accepted); got != want {
+					t.Fatalf("lane floor, suspected, accepted losses = %s; want %s", got, want)
+				}
+			})
+		}
+	})
+}
+
+// Unbundle is the receiving side's check of a bundle: it refuses whatever is not internally
+// consistent (invariant 3) or not the sender's own lane (invariant 12), and slices payloads
+// without letting one copy's bytes run into the next.
+func TestUnbundle(t *testing.T) {
+	t.Parallel()
+	good, goodBytes := bundleOf("r", false, ordersCopies("s", 1, 3))
+	envelope := func(from string, body any) wire.Envelope {
+		env, err := wire.NewEnvelope(wire.KindRedeliveryBundle, from, "billing", body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return env
+	}
+
+	t.Run("SlicesEachPayloadExactly", func(t *testing.T) {
+		t.Parallel()
+		copies, err := redelivery.Unbundle(envelope("orders", good), goodBytes)
+		if err != nil {
+			t.Fatal(err)
+		}
+		second := string(copies[1].Payload)
+		copies[0].Payload = append(copies[0].Payload, "overwrite"...)
+		if string(copies[1].Payload) != second {
+			t.Fatalf("appending to one copy's payload changed the next one's: %q", copies[1].Payload)
+		}
+	})
+
+	withEvents := func(mutate func([]wire.BundleEvent) []wire.BundleEvent) wire.Bundle {
+		b := good
+		b.Events = mutate(append([]wire.BundleEvent(nil), good.Events...))
+		return b
+	}
+	for _, c := range []struct {
+		name       string
+		from       string
+		body       any
+		attachment []byte
+		reason     string
+	}{
+		{"RefusesANegativeLength", "orders", withEvents(func(e []wire.BundleEvent) []wire.BundleEvent { e[0].Len = -1; return e }), goodBytes, "claims -1 payload bytes"},
+		{"RefusesALengthBeyondTheAttachment", "orders", withEvents(func(e []wire.BundleEvent) []wire.BundleEvent { e[2].Len = 1 << 20; return e }), goodBytes, "payload bytes"},
+		{"RefusesBytesNoEventClaims", "orders", good, append(append([]byte(nil), goodBytes...), "trailing"...), "attachment holds"},
+		{"RefusesAnEmptyBundle", "orders", withEvents(func([]wire.BundleEvent) []wire.BundleEvent { return nil }), nil, "holds no events"},
+		{"RefusesAnotherOriginsEvents", "payments", good, goodBytes, "re-delivers only its own lane"},
+		{"RefusesAnUnknownField", "orders", map[string]any{"request_id": "r", "origin": "orders", "stream_id": "s", "events": good.Events, "extra": 1}, goodBytes, "unknown field"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			copies, err := redelivery.Unbundle(envelope(c.from, c.body), c.attachment)
+			if err == nil || !strings.Contains(err.Error(), c.reason) {
+				t.Fatalf("Unbundle = %d copies, %v; want a refusal mentioning %q", len(copies), err, c.reason)
+			}
+		})
+	}
+}
+
+// ordersCopies are n events of origin "orders" in stream, origin_seq and version from..from+n-1.
+func ordersCopies(stream string, from int64, n int) []store.EventCopy {
+	var out []store.EventCopy
+	for i := range int64(n) {
+		seq := from + i
+		out = append(out, store.EventCopy{EventID: uuid.New(), Origin: "orders", OriginSeq: seq, TypeSeq: seq, Tenant: "acme",
+			StreamID: stream, StreamVersion: i + 1, EventType: eventTypes[0], Payload: []byte(payload(int(seq), 12+int(seq))),
+			Metadata:   []byte(`{"trace": "` + uuid.NewString() + `"}`), // jsonb's own rendering, so it reads back equal
+			OccurredAt: time.Date(2026, 1, 2, 3, 4, 5, int(seq)*1000, time.UTC)})
+	}
+	return out
+}
+
+// bundleOf builds the bundle an origin would send for copies of one stream.
+func bundleOf(requestID string, stateOnly bool, copies []store.EventCopy) (wire.Bundle, []byte) {
+	b := wire.Bundle{RequestID: requestID, Origin: copies[0].Origin, StreamID: copies[0].StreamID, StateOnly: stateOnly}
+	var attachment []byte
+	for _, c := range copies {
+		b.Events = append(b.Events, wire.BundleEvent{ID: c.EventID, OriginSeq: c.OriginSeq, TypeSeq: c.TypeSeq, Tenant: c.Tenant,
+			Type: c.EventType, Version: c.StreamVersion, Flags: int32(c.Flags), Len: len(c.Payload), Metadata: string(c.Metadata),
+			OccurredAt: c.OccurredAt})
+		attachment = append(attachment, c.Payload...)
+	}
+	return b, attachment
+}
+
+// laneWithHole gives billing a lane of orders' eventTypes[0] for tenant acme whose type_seq 3 is
+// suspected missing: copies 1, 2, 4 and 5 stored and one checkpoint announcing 1..5.
+func laneWithHole(t *testing.T, pool *pgxpool.Pool) {
+	t.Helper()
+	ctx := context.Background()
+	if err := store.SubscriptionsAdd(ctx, pool, eventTypes[:1]); err != nil {
+		t.Fatal(err)
+	}
+	copies := ordersCopies("s", 1, 5)
+	if _, err := store.Ingest(ctx, pool, append(copies[:2:2], copies[3:]...)); err != nil {
+		t.Fatal(err)
+	}
+	checkpointtest.Verify(t, pool, "billing", checkpointtest.Announcing("orders", eventTypes[0], 1, 6, "acme", 1, 5))
+	if floor, suspected, _ := laneState(t, pool); floor != 2 || suspected != "{[3,4)}" {
+		t.Fatalf("premise: lane floor %d, suspected %s; want 2 and {[3,4)}", floor, suspected)
+	}
+}
+
+func laneState(t *testing.T, pool *pgxpool.Pool) (floor int64, suspected, acceptedLosses string) {
+	t.Helper()
+	if err := pool.QueryRow(context.Background(), `
+		select floor, suspected::text, accepted_losses::text from streamseal.lanes
+		where origin = 'orders' and tenant = 'acme' and event_type = $1`, eventTypes[0]).Scan(&floor, &suspected, &acceptedLosses); err != nil {
+		t.Fatal(err)
+	}
+	return floor, suspected, acceptedLosses
+}

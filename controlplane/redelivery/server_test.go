@@ -1,0 +1,289 @@
+package redelivery_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/streamseal/streamseal/controlplane/redelivery"
+	"github.com/streamseal/streamseal/controlplane/store"
+	"github.com/streamseal/streamseal/controlplane/wire"
+	"github.com/streamseal/streamseal/internal/dbtest"
+	"github.com/streamseal/streamseal/internal/natstest"
+	"github.com/streamseal/streamseal/internal/testrun"
+)
+
+func TestServer(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	acme := []string{"acme"}
+
+	type testBundle struct {
+		pool    *pgxpool.Pool // the origin's ("orders") database
+		nats    *natstest.Server
+		control *wire.Control       // the origin's control endpoint
+		billing jetstream.JetStream // the requester's connection
+		answers *natstest.Recorder  // the requester's control subject: bundles and summaries
+	}
+
+	setup := func(t *testing.T) (*redelivery.Server, *testBundle) {
+		t.Helper()
+		pool := dbtest.NewPool(t, "orders")
+		if err := store.GrantsAdd(ctx, pool, "billing", eventTypes[:2]); err != nil {
+			t.Fatal(err)
+		}
+		srv := natstest.Start(t)
+		_, js := srv.Connect(t, "orders")
+		_, billing := srv.Connect(t, "billing")
+		return &redelivery.Server{Pool: pool, JS: js, Service: "orders", Logger: testrun.Logger(t)},
+			&testBundle{pool: pool, nats: srv, control: natstest.Control(t, js, "orders"), billing: billing,
+				answers: srv.Record(t, wire.ControlStream, wire.ControlSubject("billing"))}
+	}
+
+	// start registers the server on the origin's control endpoint and runs both for the test.
+	start := func(t *testing.T, s *redelivery.Server, b *testBundle) {
+		t.Helper()
+		s.Register(b.control)
+		testrun.Go(t, "control endpoint", b.control.Run)
+		testrun.Go(t, "redelivery server", s.Run)
+	}
+
+	ask := func(t *testing.T, b *testBundle, req wire.RedeliveryRequest) string {
+		t.Helper()
+		id, err := redelivery.Request(ctx, b.billing, "billing", "orders", req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return id
+	}
+
+	t.Run("Defaults", func(t *testing.T) {
+		t.Parallel()
+		// DESIGN.md (Wire; Options) and the README's built-in limits: a request is served at most
+		// 10000 events, selected in pages of 500, shipped in bundles of 500 events or 192000
+		// payload bytes (one larger event alone).
+		for _, c := range []struct {
+			name      string
+			got, want int
+		}{
+			{"MaxEventsPerRequestDefault", redelivery.MaxEventsPerRequestDefault, 10000},
+			{"PageSizeDefault", redelivery.PageSizeDefault, 500},
+			{"MaxBundleEventsDefault", redelivery.MaxBundleEventsDefault, 500},
+			{"MaxBundleBytesDefault", redelivery.MaxBundleBytesDefault, 192000},
+		} {
+			if c.got != c.want {
+				t.Errorf("%s = %d, want %d", c.name, c.got, c.want)
+			}
+		}
+		want := redelivery.Limits{MaxEventsPerRequest: 10000, PageSize: 500, MaxBundleEvents: 500, MaxBundleBytes: 192000}
+		if redelivery.DefaultLimits != want {
+			t.Errorf("DefaultLimits = %+v, want %+v", redelivery.DefaultLimits, want)
+		}
+		if got := redelivery.WithDefaults(redelivery.Limits{}); got != want {
+			t.Errorf("WithDefaults(zero) = %+v, want %+v", got, want)
+		}
+		if got := redelivery.WithDefaults(redelivery.Limits{PageSize: 7}); got != (redelivery.Limits{10000, 7, 500, 192000}) {
+			t.Errorf("WithDefaults kept %+v of a set page size 7", got)
+		}
+
+		// A server with zero Limits serves by the defaults: a requester's 50000 is clamped to
+		// 10000 events, shipped in bundles of 500, and the summary says the answer was cut.
+		s, b := setup(t)
+		streamOf(t, b.pool, "big", eventTypes[0], 10001, 10)
+		// Three 100000-byte payloads do not fit two to a 192000-byte bundle.
+		streamOf(t, b.pool, "wide", eventTypes[1], 3, 100000)
+		start(t, s, b)
+		from, to := seqRange(1, 1<<40)
+		capped := awaitAnswer(t, b.answers, ask(t, b, wire.RedeliveryRequest{Tenants: acme, Types: eventTypes[:1],
+			FromSeq: from, ToSeq: to, MaxEvents: 50000}))
+		if s := capped.summary; s.Shipped != 10000 || !s.Truncated || s.Bundles != 20 || len(capped.bundles) != 20 {
+			t.Fatalf("summary %+v with %d bundles; want 10000 shipped in 20 bundles, truncated", s, len(capped.bundles))
+		}
+		for i, bundle := range capped.bundles {
+			if len(bundle.Events) != 500 {
+				t.Fatalf("bundle %d holds %d events, want 500", i, len(bundle.Events))
+			}
+		}
+		wide := awaitAnswer(t, b.answers, ask(t, b, wire.RedeliveryRequest{Tenants: acme, Types: eventTypes[1:2],
+			FromSeq: from, ToSeq: to}))
+		if wide.summary.Shipped != 3 || len(wide.bundles) != 3 || wide.summary.Truncated {
+			t.Fatalf("summary %+v with %d bundles; want 3 shipped, one per bundle", wide.summary, len(wide.bundles))
+		}
+		for i, a := range wide.attachments {
+			if len(a) != 100000 {
+				t.Fatalf("bundle %d carries %d payload bytes, want one 100000-byte event", i, len(a))
+			}
+		}
+	})
+
+	// Invariants 3 and 11, and the lesson "an origin re-ships only its own lane": a request is
+	// answered with the origin's own events of the named types, one stream per bundle, in
+	// (stream, version) order, identity and payload bytes intact; copies it holds of a peer's
+	// events and types nobody asked for stay home.
+	t.Run("ServesItsOwnLaneInStreamAndVersionOrder", func(t *testing.T) {
+		t.Parallel()
+		s, b := setup(t)
+		for v := int64(1); v <= 4; v++ { // interleaved: origin_seq order is not stream order
+			appendStamped(t, b.pool,
+				ownEvent("c", v, eventTypes[v%2], payload(int(v), 20)),
+				ownEvent("a", v, eventTypes[(v+1)%2], payload(int(v), 30)),
+				ownEvent("b", v, eventTypes[2], payload(int(v), 40)))
+		}
+		peer := store.EventCopy{EventID: [16]byte{1}, Origin: "peer", OriginSeq: 1, TypeSeq: 1, Tenant: "acme",
+			StreamID: "a", StreamVersion: 9, EventType: eventTypes[0], Payload: []byte("{}")}
+		if _, err := store.Ingest(ctx, b.pool, []store.EventCopy{peer}); err != nil {
+			t.Fatal(err)
+		}
+		start(t, s, b)
+		from, to := seqRange(1, 1<<40)
+		a := awaitAnswer(t, b.answers, ask(t, b, wire.RedeliveryRequest{Tenants: acme, Types: eventTypes[:2],
+			FromSeq: from, ToSeq: to, MaxEvents: 100}))
+
+		var want []store.EventCopy
+		for _, e := range lane(t, b.pool, "orders") {
+			if e.EventType != eventTypes[2] {
+				want = append(want, e)
+			}
+		}
+		slices.SortFunc(want, func(x, y store.EventCopy) int {
+			return strings.Compare(fmt.Sprintf("%s/%09d", x.StreamID, x.StreamVersion), fmt.Sprintf("%s/%09d", y.StreamID, y.StreamVersion))
+		})
+		var got []store.EventCopy
+		for i, bundle := range a.bundles {
+			if bundle.Origin != "orders" || a.envelopes[i].From != "orders" || a.envelopes[i].To != "billing" {
+				t.Fatalf("bundle %d: origin %q from %q to %q", i, bundle.Origin, a.envelopes[i].From, a.envelopes[i].To)
+			}
+			copies, err := redelivery.Unbundle(a.envelopes[i], a.attachments[i])
+			if err != nil {
+				t.Fatalf("bundle %d does not unbundle: %v", i, err)
+			}
+			got = append(got, copies...)
+		}
+		if len(got) != len(want) || a.summary.Shipped != len(want) || a.summary.Bundles != len(a.bundles) || a.summary.Truncated {
+			t.Fatalf("shipped %d events in %d bundles (summary %+v), want the %d own events of the granted types",
+				len(got), len(a.bundles), a.summary, len(want))
+		}
+		for i := range want {
+			if !sameCopy(got[i], want[i]) {
+				t.Fatalf("event %d shipped as %+v, want %+v", i, got[i], want[i])
+			}
+		}
+		if len(a.bundles) != 2 || a.bundles[0].StreamID != "a" || a.bundles[1].StreamID != "c" {
+			t.Fatalf("%d bundles; want one for stream a, then one for c", len(a.bundles))
+		}
+	})
+
+	// Invariant 11 (isolation) and 13 (no wedge): a request naming an ungranted type, no tenant
+	// or no type, or one that does not decode, is refused and nothing at all is sent to the
+	// requester; the next good request is served as usual.
+	t.Run("RefusesAnUngrantedTypeAndShipsNothing", func(t *testing.T) {
+		t.Parallel()
+		s, b := setup(t)
+		streamOf(t, b.pool, "s", eventTypes[0], 5, 10)
+		streamOf(t, b.pool, "t", eventTypes[2], 5, 10)
+		start(t, s, b)
+		from, to := seqRange(1, 1<<40)
+		ask(t, b, wire.RedeliveryRequest{Tenants: acme, Types: []string{eventTypes[0], eventTypes[2]}, FromSeq: from, ToSeq: to, MaxEvents: 100})
+		ask(t, b, wire.RedeliveryRequest{Types: eventTypes[:1], FromSeq: from, ToSeq: to, MaxEvents: 100})
+		ask(t, b, wire.RedeliveryRequest{Tenants: acme, FromSeq: from, ToSeq: to, MaxEvents: 100})
+		malformed, err := wire.NewEnvelope(wire.KindRedeliveryRequest, "billing", "orders",
+			map[string]any{"request_id": "m", "tenants": acme, "types": eventTypes[:1], "max_events": 1, "everything": true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := wire.Publish(ctx, b.billing, malformed, nil); err != nil {
+			t.Fatal(err)
+		}
+		testrun.WaitFor(t, "four refusals", func() bool { _, refused, _ := s.Counts(); return refused == 4 })
+		if n := b.nats.Count(t, wire.ControlStream, wire.ControlSubject("billing")); n != 0 {
+			t.Fatalf("the origin sent %d messages to billing for refused requests, want none", n)
+		}
+
+		good := awaitAnswer(t, b.answers, ask(t, b, wire.RedeliveryRequest{Tenants: acme, Types: eventTypes[:1], FromSeq: from, ToSeq: to, MaxEvents: 100}))
+		if good.summary.Shipped != 5 {
+			t.Fatalf("the good request after the refusals shipped %d, want 5", good.summary.Shipped)
+		}
+		if n := b.nats.Count(t, wire.ControlStream, wire.ControlSubject("billing")); n != uint64(good.summary.Bundles+1) {
+			t.Fatalf("billing's inbox holds %d messages, want only the good request's %d bundles and its summary", n, good.summary.Bundles)
+		}
+		if received, refused, shipped := s.Counts(); received != 4 || refused != 4 || shipped != 5 {
+			t.Fatalf("counts: received %d, refused %d, shipped %d; want 4 decoded requests, 4 refusals, 5 shipped", received, refused, shipped)
+		}
+	})
+
+	// Invariants 8 and 9 (bounded cost): bundles close at the event cap, at the byte cap, and at
+	// every stream change; one event larger than the byte cap ships alone; keyset pages smaller
+	// than the answer lose nothing and reorder nothing.
+	t.Run("SplitsBundlesAtTheEventAndByteCaps", func(t *testing.T) {
+		t.Parallel()
+		s, b := setup(t)
+		s.Limits = redelivery.Limits{MaxBundleEvents: 3, MaxBundleBytes: 50, PageSize: 4}
+		streamOf(t, b.pool, "a", eventTypes[0], 7, 10)
+		var events []store.NewEvent
+		for i, size := range []int{30, 30, 60, 12} {
+			events = append(events, ownEvent("b", int64(i+1), eventTypes[0], payload(i+1, size)))
+		}
+		appendStamped(t, b.pool, events...)
+		start(t, s, b)
+		from, to := seqRange(1, 1<<40)
+		a := awaitAnswer(t, b.answers, ask(t, b, wire.RedeliveryRequest{Tenants: acme, Types: eventTypes[:1], FromSeq: from, ToSeq: to, MaxEvents: 100}))
+
+		var shape []string
+		for i, bundle := range a.bundles {
+			shape = append(shape, fmt.Sprintf("%s:%d/%dB", bundle.StreamID, len(bundle.Events), len(a.attachments[i])))
+		}
+		want := []string{"a:3/30B", "a:3/30B", "a:1/10B", "b:1/30B", "b:1/30B", "b:1/60B", "b:1/12B"}
+		if fmt.Sprint(shape) != fmt.Sprint(want) {
+			t.Fatalf("bundles %v, want %v", shape, want)
+		}
+		if a.summary.Shipped != 11 || a.summary.Bundles != 7 {
+			t.Fatalf("summary %+v, want 11 events in 7 bundles", a.summary)
+		}
+		for i, bundle := range a.bundles {
+			for j, e := range bundle.Events {
+				if want := int64(j + 1 + 3*i); bundle.StreamID == "a" && e.Version != want {
+					t.Fatalf("bundle %d event %d is version %d, want %d", i, j, e.Version, want)
+				}
+			}
+		}
+	})
+
+	// Invariants 1 and 14: what a request names and the origin cannot re-deliver is named in the
+	// summary with its reason (an at-most-once occurrence is never re-delivered; a number above
+	// the counter never existed), and everything else of the request ships.
+	t.Run("NamesWhatItCannotServe", func(t *testing.T) {
+		t.Parallel()
+		s, b := setup(t)
+		var events []store.NewEvent
+		for v := int64(1); v <= 5; v++ {
+			e := ownEvent("s", v, eventTypes[0], payload(int(v), 10))
+			if v == 3 {
+				e.Flags = store.AtMostOnce
+			}
+			events = append(events, e)
+		}
+		appendStamped(t, b.pool, events...)
+		start(t, s, b)
+		a := awaitAnswer(t, b.answers, ask(t, b, wire.RedeliveryRequest{Tenants: acme, Types: eventTypes[:1],
+			TypeSeqRanges: [][2]int64{{1, 6}, {8, 10}}, MaxEvents: 100}))
+
+		if a.summary.Shipped != 4 {
+			t.Fatalf("shipped %d, want the 4 events that are not at-most-once", a.summary.Shipped)
+		}
+		reasons := map[string]string{}
+		for _, u := range a.summary.Unservable {
+			if u.Tenant != "acme" || u.Type != eventTypes[0] {
+				t.Fatalf("unservable entry names tenant %q type %q", u.Tenant, u.Type)
+			}
+			reasons[u.Reason] = fmt.Sprint(u.TypeSeqs)
+		}
+		if want := map[string]string{"at_most_once": "[[3 4]]", "never_existed": "[[8 10]]"}; fmt.Sprint(reasons) != fmt.Sprint(want) {
+			t.Fatalf("unservable %+v, want %v", a.summary.Unservable, want)
+		}
+	})
+}

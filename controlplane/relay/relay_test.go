@@ -1,0 +1,373 @@
+package relay_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/nats-io/nats.go"
+
+	"github.com/streamseal/streamseal/controlplane/relay"
+	"github.com/streamseal/streamseal/controlplane/store"
+	"github.com/streamseal/streamseal/controlplane/wire"
+	"github.com/streamseal/streamseal/internal/dbtest"
+	"github.com/streamseal/streamseal/internal/natstest"
+	"github.com/streamseal/streamseal/internal/testrun"
+)
+
+func TestMain(m *testing.M) { dbtest.Main(m) }
+
+// ownSubjects are the event subjects of the service under test, "orders".
+const ownSubjects = "streamseal.evt.orders.>"
+
+var eventTypes = []string{"order.placed", "order.paid", "order.shipped"}
+
+func TestRelay(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+
+	type testBundle struct {
+		pool *pgxpool.Pool
+		nats *natstest.Server
+		// published collects the through values of the relay's acknowledged batches.
+		published *progress
+	}
+
+	setup := func(t *testing.T) (*relay.Relay, *testBundle) {
+		t.Helper()
+		pool := dbtest.NewPool(t, "orders")
+		srv := natstest.Start(t)
+		_, js := srv.Connect(t, "orders")
+		p := newProgress()
+		return &relay.Relay{Pool: pool, JS: js, Logger: testrun.Logger(t), OnPublished: p.record},
+			&testBundle{pool: pool, nats: srv, published: p}
+	}
+
+	t.Run("Defaults", func(t *testing.T) {
+		t.Parallel()
+		// The relay's tunables as its doc comment states them: batches of 500 events, a failsafe
+		// wake-up every second without a stamp notification.
+		if relay.BatchDefault != 500 {
+			t.Errorf("BatchDefault = %d, want 500", relay.BatchDefault)
+		}
+		if relay.PollIntervalDefault != time.Second {
+			t.Errorf("PollIntervalDefault = %s, want 1s", relay.PollIntervalDefault)
+		}
+
+		// A zero-valued Relay publishes in batches of BatchDefault: with 1100 stamped events
+		// waiting it acknowledges through 500, 1000, then 1100.
+		r, b := setup(t)
+		appendStamped(t, b.pool, "s", 1100)
+		testrun.Go(t, "relay", r.Run)
+		b.published.await(t, 1100)
+		if got, want := fmt.Sprint(b.published.all()), fmt.Sprint([]int64{relay.BatchDefault, 2 * relay.BatchDefault, 1100}); got != want {
+			t.Fatalf("acknowledged batches through %s, want %s", got, want)
+		}
+	})
+
+	// Invariants 7 and 3: the relay puts stamped own events on the wire in origin_seq order, each
+	// on its type's subject with its identity in the headers and its payload bytes untouched,
+	// deduplicable by origin:origin_seq. Copies this service received from others are never
+	// relayed under its name (its own lane only).
+	t.Run("RelaysStampedEventsInOriginSeqOrder", func(t *testing.T) {
+		t.Parallel()
+		r, b := setup(t)
+		recorded := b.nats.Record(t, wire.EventsStream, "streamseal.evt.>")
+		// Interleaved with the own appends: copies of a peer's events of the same types.
+		for i := range 3 {
+			appendStamped(t, b.pool, fmt.Sprintf("s%d", i), 20)
+			if _, err := store.Ingest(ctx, b.pool, []store.EventCopy{peerCopy(int64(i + 1))}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		want := ownLane(t, b.pool)
+		testrun.Go(t, "relay", r.Run)
+		b.published.await(t, 60)
+
+		msgs := recorded.AwaitCount(t, "60 events on the wire", 60)
+		if n := b.nats.Count(t, wire.EventsStream, "streamseal.evt.>"); n != 60 {
+			t.Fatalf("the events stream holds %d messages, want the 60 own events and no copy", n)
+		}
+		for i, m := range msgs {
+			e, err := wire.DecodeEvent(m.Header, m.Data)
+			if err != nil {
+				t.Fatalf("message %d does not decode: %v", i, err)
+			}
+			w := want[i]
+			if e.OriginSeq != int64(i+1) || e.EventID != w.EventID || e.Origin != "orders" || e.TypeSeq != w.TypeSeq ||
+				e.Tenant != w.Tenant || e.StreamID != w.StreamID || e.StreamVersion != w.StreamVersion ||
+				e.EventType != w.EventType || !bytes.Equal(e.Payload, w.Payload) || !bytes.Equal(e.Metadata, w.Metadata) {
+				t.Fatalf("message %d is %+v, want the store's %+v (origin_seq order, identity intact)", i, e, w)
+			}
+			if m.Subject != wire.EventSubject("orders", w.EventType) {
+				t.Fatalf("message %d on %s, want its type's subject %s", i, m.Subject, wire.EventSubject("orders", w.EventType))
+			}
+			if id := m.Header.Get(nats.MsgIdHdr); id != "orders:"+strconv.Itoa(i+1) {
+				t.Fatalf("message %d has message id %q, want orders:%d", i, id, i+1)
+			}
+		}
+		if c := cursor(t, b.pool); c != 60 {
+			t.Fatalf("relay cursor at %d, want 60", c)
+		}
+	})
+
+	// Invariant 7: an unstamped event has no place in the order yet and is not relayed; the
+	// stamper's NOTIFY wakes the relay (its failsafe poll is an hour, so nothing else can).
+	t.Run("PublishesOnlyStampedEventsAndWakesOnTheStamp", func(t *testing.T) {
+		t.Parallel()
+		r, b := setup(t)
+		r.PollInterval = time.Hour
+		appendStamped(t, b.pool, "s", 3)
+		appendEvents(t, b.pool, "late", 1, 2) // committed, not yet stamped
+		testrun.Go(t, "relay", r.Run)
+		b.published.await(t, 3)
+		if n := b.nats.Count(t, wire.EventsStream, ownSubjects); n != 3 {
+			t.Fatalf("the stream holds %d events, want only the 3 stamped ones", n)
+		}
+
+		if _, err := store.Stamp(ctx, b.pool, 100); err != nil {
+			t.Fatal(err)
+		}
+		b.published.await(t, 5)
+		if n := b.nats.Count(t, wire.EventsStream, ownSubjects); n != 5 {
+			t.Fatalf("the stream holds %d events after the stamp, want 5", n)
+		}
+	})
+
+	// Invariant 1 across restarts: a relay starts above its cursor (what JetStream acknowledged
+	// to a predecessor), never republishes below it, and a restarted relay goes on from where the
+	// last one stopped.
+	t.Run("ResumesAfterItsCursor", func(t *testing.T) {
+		t.Parallel()
+		r, b := setup(t)
+		recorded := b.nats.Record(t, wire.EventsStream, ownSubjects)
+		appendStamped(t, b.pool, "s", 20)
+		// A predecessor published 1..12 and recorded it.
+		if _, err := b.pool.Exec(ctx, "update streamseal.relay_state set published_through = 12"); err != nil {
+			t.Fatal(err)
+		}
+		stop := testrun.Go(t, "first relay", r.Run)
+		b.published.await(t, 20)
+		if err := stop(); err != nil {
+			t.Fatalf("stopped relay returned %v", err)
+		}
+
+		appendStamped(t, b.pool, "t", 5)
+		second := &relay.Relay{Pool: b.pool, JS: r.JS, Logger: r.Logger, OnPublished: b.published.record}
+		testrun.Go(t, "second relay", second.Run)
+		b.published.await(t, 25)
+
+		msgs := recorded.AwaitCount(t, "the 13 events above the first cursor", 13)
+		if n := b.nats.Count(t, wire.EventsStream, ownSubjects); n != 13 {
+			t.Fatalf("the stream holds %d events, want 13 (13..25, nothing below the cursor)", n)
+		}
+		for i, m := range msgs {
+			if seq := m.Header.Get("Streamseal-Origin-Seq"); seq != strconv.Itoa(13+i) {
+				t.Fatalf("message %d carries origin_seq %s, want %d", i, seq, 13+i)
+			}
+		}
+	})
+
+	// Invariants 1 and 13: while JetStream acknowledges nothing (here: the events stream is gone)
+	// the relay keeps retrying, its cursor stays where JetStream's acknowledgements put it, and
+	// once the stream is back every event goes out, in order, none skipped.
+	t.Run("KeepsItsCursorUntilJetStreamAcknowledges", func(t *testing.T) {
+		t.Parallel()
+		r, b := setup(t)
+		restarts := make(chan struct{}, 16)
+		r.Logger = slog.New(onMessage{Handler: r.Logger.Handler(), message: "relay: restarting", seen: restarts})
+		r.PollInterval = 20 * time.Millisecond
+		if err := b.nats.JS.DeleteStream(ctx, wire.EventsStream); err != nil {
+			t.Fatal(err)
+		}
+		appendStamped(t, b.pool, "s", 10)
+		testrun.Go(t, "relay", r.Run)
+
+		testrun.Receive(t, "the relay failing to publish", restarts)
+		testrun.Receive(t, "the relay failing again after a retry", restarts)
+		if c := cursor(t, b.pool); c != 0 {
+			t.Fatalf("relay cursor moved to %d while JetStream acknowledged nothing", c)
+		}
+
+		if err := wire.EnsureStreams(ctx, b.nats.JS, 0); err != nil {
+			t.Fatal(err)
+		}
+		b.published.await(t, 10)
+		msgs := b.nats.Record(t, wire.EventsStream, ownSubjects).AwaitCount(t, "the 10 events", 10)
+		for i, m := range msgs {
+			if seq := m.Header.Get("Streamseal-Origin-Seq"); seq != strconv.Itoa(i+1) {
+				t.Fatalf("message %d carries origin_seq %s, want %d", i, seq, i+1)
+			}
+		}
+		if n := b.nats.Count(t, wire.EventsStream, ownSubjects); n != 10 {
+			t.Fatalf("the stream holds %d events, want 10", n)
+		}
+	})
+
+	// One active relay per service (DESIGN.md, control plane jobs) and invariant 7 across a
+	// failover: a second replica waits while the leader relays, takes over when the leader stops,
+	// and continues the same order.
+	t.Run("AStandbyReplicaTakesOverWhenTheLeaderStops", func(t *testing.T) {
+		t.Parallel()
+		leader, b := setup(t)
+		recorded := b.nats.Record(t, wire.EventsStream, ownSubjects)
+		appendStamped(t, b.pool, "s", 5)
+		stopLeader := testrun.Go(t, "leader", leader.Run)
+		b.published.await(t, 5)
+
+		standbyPublished := newProgress()
+		standby := &relay.Relay{Pool: b.pool, JS: leader.JS, Logger: leader.Logger, PollInterval: 10 * time.Millisecond,
+			OnPublished: standbyPublished.record}
+		testrun.Go(t, "standby", standby.Run)
+		appendStamped(t, b.pool, "s2", 5)
+		b.published.await(t, 10)
+		if got := standbyPublished.all(); len(got) != 0 {
+			t.Fatalf("the standby published through %v while the leader held the lock", got)
+		}
+
+		if err := stopLeader(); err != nil {
+			t.Fatalf("leader returned %v", err)
+		}
+		appendStamped(t, b.pool, "s3", 5)
+		standbyPublished.await(t, 15)
+		msgs := recorded.AwaitCount(t, "all 15 events", 15)
+		for i, m := range msgs {
+			if seq := m.Header.Get("Streamseal-Origin-Seq"); seq != strconv.Itoa(i+1) {
+				t.Fatalf("message %d carries origin_seq %s, want %d (one order across the failover)", i, seq, i+1)
+			}
+		}
+		if n := b.nats.Count(t, wire.EventsStream, ownSubjects); n != 15 {
+			t.Fatalf("the stream holds %d events, want 15", n)
+		}
+	})
+}
+
+// progress records OnPublished calls and lets a test wait for one.
+type progress struct {
+	mu      sync.Mutex
+	through []int64
+	changed chan struct{}
+}
+
+func newProgress() *progress { return &progress{changed: make(chan struct{})} }
+
+func (p *progress) record(through int64) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.through = append(p.through, through)
+	close(p.changed)
+	p.changed = make(chan struct{})
+}
+
+func (p *progress) all() []int64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return append([]int64(nil), p.through...)
+}
+
+// await waits until a batch through at least want was acknowledged.
+func (p *progress) await(t *testing.T, want int64) {
+	t.Helper()
+	deadline := time.After(testrun.Failsafe)
+	for {
+		p.mu.Lock()
+		done := len(p.through) > 0 && p.through[len(p.through)-1] >= want
+		changed := p.changed
+		p.mu.Unlock()
+		if done {
+			return
+		}
+		select {
+		case <-changed:
+		case <-deadline:
+			t.Fatalf("gave up waiting for the relay to publish through %d (got %v)", want, p.all())
+		}
+	}
+}
+
+// onMessage signals seen for every record with message, then hands it on.
+type onMessage struct {
+	slog.Handler
+	message string
+	seen    chan struct{}
+}
+
+func (h onMessage) Handle(ctx context.Context, r slog.Record) error {
+	if r.Message == h.message {
+		select {
+		case h.seen <- struct{}{}:
+		default:
+		}
+	}
+	return h.Handler.Handle(ctx, r)
+}
+
+// appendEvents appends n own events to stream (versions from+1..from+n) over the event types.
+func appendEvents(t *testing.T, db store.Querier, stream string, from, n int) {
+	t.Helper()
+	var events []store.NewEvent
+	for i := range n {
+		v := from + i + 1
+		events = append(events, store.NewEvent{EventID: uuid.New(), Tenant: "acme", StreamID: stream, StreamVersion: int64(v),
+			EventType: eventTypes[v%len(eventTypes)], Payload: []byte(fmt.Sprintf(`{ "v" :%d }`, v)),
+			Metadata: []byte(`{"trace":"` + uuid.NewString() + `"}`)})
+	}
+	if _, err := store.Append(context.Background(), db, events); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// appendStamped appends n own events to stream and stamps everything committed.
+func appendStamped(t *testing.T, db store.Querier, stream string, n int) {
+	t.Helper()
+	appendEvents(t, db, stream, 0, n)
+	if _, err := store.Stamp(context.Background(), db, 100000); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func peerCopy(seq int64) store.EventCopy {
+	return store.EventCopy{EventID: uuid.New(), Origin: "peer", OriginSeq: seq, TypeSeq: seq, Tenant: "acme",
+		StreamID: "peer-s", StreamVersion: seq, EventType: eventTypes[0], Payload: []byte("{}")}
+}
+
+// ownLane reads the service's own stamped events in origin_seq order.
+func ownLane(t *testing.T, pool *pgxpool.Pool) []store.EventCopy {
+	t.Helper()
+	rows, err := pool.Query(context.Background(), `
+		select event_id, origin_seq, type_seq, tenant, stream_id, stream_version, event_type, payload, metadata::text::bytea
+		from streamseal.events where origin = 'orders' order by origin_seq`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var out []store.EventCopy
+	for rows.Next() {
+		var e store.EventCopy
+		if err := rows.Scan(&e.EventID, &e.OriginSeq, &e.TypeSeq, &e.Tenant, &e.StreamID, &e.StreamVersion, &e.EventType,
+			&e.Payload, &e.Metadata); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, e)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func cursor(t *testing.T, pool *pgxpool.Pool) int64 {
+	t.Helper()
+	var c int64
+	if err := pool.QueryRow(context.Background(), "select published_through from streamseal.relay_state").Scan(&c); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
