@@ -146,7 +146,7 @@ func TestNode(t *testing.T) {
 		})
 
 		from, to := int64(1), int64(100)
-		id, err := redelivery.Request(ctx, billing, "billing", "orders", wire.RedeliveryRequest{Tenants: []string{"acme"},
+		id, err := redelivery.Request(ctx, dbtest.NewPool(t, "billing"), billing, "billing", "orders", wire.RedeliveryRequest{Tenants: []string{"acme"},
 			Types: []string{placed}, FromSeq: &from, ToSeq: &to, MaxEvents: 10})
 		if err != nil {
 			t.Fatal(err)

@@ -30,23 +30,25 @@ func TestRequest(t *testing.T) {
 		t.Parallel()
 		srv := natstest.Start(t)
 		_, js := srv.Connect(t, "billing")
+		db := dbtest.NewPool(t, "billing")
 		requests := srv.Record(t, wire.ControlStream, wire.ControlSubject("orders"))
 		from, to := seqRange(1, 100)
 		req := wire.RedeliveryRequest{Tenants: []string{"acme"}, Types: eventTypes[:1], FromSeq: from, ToSeq: to, MaxEvents: 7}
-		id, err := redelivery.Request(ctx, js, "billing", "orders", req)
+		id, err := redelivery.Request(ctx, db, js, "billing", "orders", req)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if _, err := uuid.Parse(id); err != nil {
 			t.Fatalf("request id %q is not a generated id: %v", id, err)
 		}
-		req.RequestID = "chosen"
-		if id, err := redelivery.Request(ctx, js, "billing", "orders", req); err != nil || id != "chosen" {
+		chosen := uuid.NewString()
+		req.RequestID = chosen
+		if id, err := redelivery.Request(ctx, db, js, "billing", "orders", req); err != nil || id != chosen {
 			t.Fatalf("Request with an id = %q, %v; want the id kept", id, err)
 		}
 
 		envs, _ := natstest.Envelopes(t, requests.AwaitCount(t, "both requests", 2))
-		for i, wantID := range []string{id, "chosen"} {
+		for i, wantID := range []string{id, chosen} {
 			env := envs[i]
 			var got wire.RedeliveryRequest
 			if err := json.Unmarshal(env.Body, &got); err != nil {
@@ -65,8 +67,9 @@ func TestRequest(t *testing.T) {
 		t.Parallel()
 		srv := natstest.Start(t)
 		_, js := srv.Connect(t, "billing")
+		db := dbtest.NewPool(t, "billing")
 		for _, origin := range []string{"orders.>", "*", "orders billing"} {
-			if _, err := redelivery.Request(ctx, js, "billing", origin, wire.RedeliveryRequest{Tenants: []string{"acme"}, Types: eventTypes[:1]}); err == nil {
+			if _, err := redelivery.Request(ctx, db, js, "billing", origin, wire.RedeliveryRequest{Tenants: []string{"acme"}, Types: eventTypes[:1]}); err == nil {
 				t.Fatalf("request to %q was sent", origin)
 			}
 		}

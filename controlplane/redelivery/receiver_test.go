@@ -2,7 +2,9 @@ package redelivery_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -202,6 +204,57 @@ func TestReceiver(t *testing.T) {
 			})
 		}
 	})
+
+	// Invariant 14: a truncated answer is followed at once by a request for the rest: the same
+	// scope, continued after the last event shipped, recorded as a follow-up of the first. A
+	// truncated answer to a request billing never sent, or one that does not move past where its
+	// request started, is followed by nothing.
+	t.Run("FollowsATruncatedAnswerWithARequestForTheRest", func(t *testing.T) {
+		t.Parallel()
+		r, b := setup(t)
+		_, js := b.nats.Connect(t, "billing-requests")
+		r.JS = js
+		requests := b.nats.Record(t, wire.ControlStream, wire.ControlSubject("orders"))
+		start(t, r, b)
+		from, to := seqRange(1, 1000)
+		req := wire.RedeliveryRequest{Tenants: []string{"acme"}, Types: eventTypes[:1], Streams: []string{"s", "t"},
+			FromSeq: from, ToSeq: to, MaxEvents: 4}
+		id, err := redelivery.Request(ctx, b.pool, js, "billing", "orders", req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		stranger := uuid.NewString()
+		send(t, b, wire.KindRedeliverySummary, "orders", wire.RedeliverySummary{RequestID: stranger, Origin: "orders", Shipped: 4,
+			Truncated: true, ResumeAfter: &wire.Position{Stream: "s", Version: 9}}, nil)
+		send(t, b, wire.KindRedeliverySummary, "orders", wire.RedeliverySummary{RequestID: id, Origin: "orders", Shipped: 4,
+			Truncated: true, ResumeAfter: &wire.Position{Stream: "s", Version: 4}}, nil)
+
+		envs, _ := natstest.Envelopes(t, requests.AwaitCount(t, "the request and its follow-up", 2))
+		var rest wire.RedeliveryRequest
+		if err := json.Unmarshal(envs[1].Body, &rest); err != nil {
+			t.Fatal(err)
+		}
+		want := req
+		want.RequestID, want.After = rest.RequestID, &wire.Position{Stream: "s", Version: 4}
+		if envs[1].From != "billing" || envs[1].To != "orders" || rest.RequestID == id ||
+			!reflect.DeepEqual(rest, want) {
+			t.Fatalf("follow-up %+v (after %+v); want the request continued after s/4 under a new id", rest, rest.After)
+		}
+		var follows uuid.UUID
+		var source string
+		if err := b.pool.QueryRow(ctx, "select source, follows from streamseal.sent_requests where request_id = $1", rest.RequestID).
+			Scan(&source, &follows); err != nil || source != "follow_up" || follows.String() != id {
+			t.Fatalf("the follow-up is recorded as %q following %s (%v); want follow_up following %s", source, follows, err, id)
+		}
+
+		// The follow-up's own answer is truncated at a point that does not move: not followed.
+		send(t, b, wire.KindRedeliverySummary, "orders", wire.RedeliverySummary{RequestID: rest.RequestID, Origin: "orders",
+			Shipped: 4, Truncated: true, ResumeAfter: &wire.Position{Stream: "s", Version: 4}}, nil)
+		testrun.WaitFor(t, "every summary handled", func() bool { return b.control.Finished() == 3 })
+		if n := b.nats.Count(t, wire.ControlStream, wire.ControlSubject("orders")); n != 2 || r.FollowUps() != 1 {
+			t.Fatalf("%d requests on orders' subject, %d follow-ups; want only the request and one follow-up", n, r.FollowUps())
+		}
+	})
 }
 
 // Unbundle is the receiving side's check of a bundle: it refuses whatever is not internally
@@ -312,4 +365,5 @@ func laneState(t *testing.T, pool *pgxpool.Pool) (floor int64, suspected, accept
 		t.Fatal(err)
 	}
 	return floor, suspected, acceptedLosses
+
 }

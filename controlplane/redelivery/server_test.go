@@ -24,11 +24,12 @@ func TestServer(t *testing.T) {
 	acme := []string{"acme"}
 
 	type testBundle struct {
-		pool    *pgxpool.Pool // the origin's ("orders") database
-		nats    *natstest.Server
-		control *wire.Control       // the origin's control endpoint
-		billing jetstream.JetStream // the requester's connection
-		answers *natstest.Recorder  // the requester's control subject: bundles and summaries
+		pool      *pgxpool.Pool // the origin's ("orders") database
+		nats      *natstest.Server
+		control   *wire.Control       // the origin's control endpoint
+		billing   jetstream.JetStream // the requester's connection
+		billingDB *pgxpool.Pool       // the requester's database (its sent requests)
+		answers   *natstest.Recorder  // the requester's control subject: bundles and summaries
 	}
 
 	setup := func(t *testing.T) (*redelivery.Server, *testBundle) {
@@ -42,7 +43,8 @@ func TestServer(t *testing.T) {
 		_, billing := srv.Connect(t, "billing")
 		return &redelivery.Server{Pool: pool, JS: js, Service: "orders", Logger: testrun.Logger(t)},
 			&testBundle{pool: pool, nats: srv, control: natstest.Control(t, js, "orders"), billing: billing,
-				answers: srv.Record(t, wire.ControlStream, wire.ControlSubject("billing"))}
+				billingDB: dbtest.NewPool(t, "billing"),
+				answers:   srv.Record(t, wire.ControlStream, wire.ControlSubject("billing"))}
 	}
 
 	// start registers the server on the origin's control endpoint and runs both for the test.
@@ -55,7 +57,7 @@ func TestServer(t *testing.T) {
 
 	ask := func(t *testing.T, b *testBundle, req wire.RedeliveryRequest) string {
 		t.Helper()
-		id, err := redelivery.Request(ctx, b.billing, "billing", "orders", req)
+		id, err := redelivery.Request(ctx, b.billingDB, b.billing, "billing", "orders", req)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -284,6 +286,61 @@ func TestServer(t *testing.T) {
 		}
 		if want := map[string]string{"at_most_once": "[[3 4]]", "never_existed": "[[8 10]]"}; fmt.Sprint(reasons) != fmt.Sprint(want) {
 			t.Fatalf("unservable %+v, want %v", a.summary.Unservable, want)
+		}
+	})
+
+	// Invariant 14 (every request reaches an answer): a request the origin accepted (the broker
+	// forgot it) and had not served when the process died is served by the restarted process.
+	// Before the durable queue it waited in memory and was lost with the process.
+	t.Run("ServesARequestAcceptedBeforeACrash", func(t *testing.T) {
+		t.Parallel()
+		s, b := setup(t)
+		streamOf(t, b.pool, "s", eventTypes[0], 5, 10)
+		s.Register(b.control)
+		stop := testrun.Go(t, "control endpoint", b.control.Run) // accepts; no build ever runs
+		from, to := seqRange(1, 1<<40)
+		id := ask(t, b, wire.RedeliveryRequest{Tenants: acme, Types: eventTypes[:1], FromSeq: from, ToSeq: to, MaxEvents: 100})
+		testrun.WaitFor(t, "the request accepted", func() bool { return b.control.Finished() == 1 })
+		if err := stop(); err != nil {
+			t.Fatal(err)
+		}
+
+		// The restarted process: a new server and control endpoint over the same database and bus.
+		_, js := b.nats.Connect(t, "orders-restarted")
+		restarted := &redelivery.Server{Pool: b.pool, JS: js, Service: "orders", Logger: testrun.Logger(t)}
+		control := natstest.Control(t, js, "orders")
+		restarted.Register(control)
+		testrun.Go(t, "restarted control endpoint", control.Run)
+		testrun.Go(t, "restarted redelivery server", restarted.Run)
+		a := awaitAnswer(t, b.answers, id)
+		if a.summary.Shipped != 5 || a.summary.Truncated {
+			t.Fatalf("summary %+v; want the 5 events served after the restart", a.summary)
+		}
+		if received, _, _ := restarted.Counts(); received != 0 {
+			t.Fatalf("the broker handed the request to the restarted process %d times; it was served from the queue", received)
+		}
+	})
+
+	// Invariant 14: an answer cut by the origin's cap says where the rest starts, and a request
+	// continued from there ships exactly the rest.
+	t.Run("ATruncatedAnswerSaysWhereTheRestStarts", func(t *testing.T) {
+		t.Parallel()
+		s, b := setup(t)
+		streamOf(t, b.pool, "s", eventTypes[0], 3, 10)
+		streamOf(t, b.pool, "t", eventTypes[0], 2, 10)
+		start(t, s, b)
+		from, to := seqRange(1, 1<<40)
+		req := wire.RedeliveryRequest{Tenants: acme, Types: eventTypes[:1], FromSeq: from, ToSeq: to, MaxEvents: 4}
+		first := awaitAnswer(t, b.answers, ask(t, b, req))
+		if !first.summary.Truncated || first.summary.Shipped != 4 || first.summary.ResumeAfter == nil ||
+			*first.summary.ResumeAfter != (wire.Position{Stream: "t", Version: 1}) {
+			t.Fatalf("summary %+v (resume after %+v); want 4 shipped, truncated, the rest after t/1", first.summary, first.summary.ResumeAfter)
+		}
+		req.After = first.summary.ResumeAfter
+		rest := awaitAnswer(t, b.answers, ask(t, b, req))
+		if rest.summary.Truncated || rest.summary.Shipped != 1 || len(rest.bundles) != 1 ||
+			rest.bundles[0].StreamID != "t" || rest.bundles[0].Events[0].Version != 2 {
+			t.Fatalf("the rest: summary %+v, bundles %+v; want t/2 alone", rest.summary, rest.bundles)
 		}
 	})
 }
