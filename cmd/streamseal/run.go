@@ -29,7 +29,7 @@ func (c *runCmd) Run(ctx context.Context, o *runOpts) error {
 		return err
 	}
 	if o.Service != "" {
-		if err := store.SetServiceName(ctx, c.Pool, o.Service); err != nil {
+		if err := store.ServiceNameSet(ctx, c.Pool, o.Service); err != nil {
 			return err
 		}
 	}

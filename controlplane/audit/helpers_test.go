@@ -30,10 +30,10 @@ func ownEvent(tenant, stream string, version int64, eventType string) store.NewE
 func appendStamped(t *testing.T, db store.Querier, events ...store.NewEvent) {
 	t.Helper()
 	ctx := context.Background()
-	if _, err := store.Append(ctx, db, events); err != nil {
+	if _, err := store.EventsAppend(ctx, db, events); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := store.Stamp(ctx, db, 1_000_000); err != nil {
+	if _, err := store.EventsStamp(ctx, db, 1_000_000); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -68,7 +68,7 @@ func ingest(t *testing.T, pool *pgxpool.Pool, copies []store.EventCopy) {
 	if len(copies) == 0 {
 		return
 	}
-	if _, err := store.Ingest(context.Background(), pool, copies); err != nil {
+	if _, err := store.EventsIngest(context.Background(), pool, copies); err != nil {
 		t.Fatal(err)
 	}
 }

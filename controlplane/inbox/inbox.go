@@ -188,7 +188,7 @@ func (in *Inbox) storeEvents(ctx context.Context, msgs []jetstream.Msg) error {
 	if len(copies) == 0 {
 		return nil
 	}
-	if _, err := store.Ingest(ctx, in.Pool, copies); err != nil {
+	if _, err := store.EventsIngest(ctx, in.Pool, copies); err != nil {
 		if !errors.Is(err, store.ErrInvalidInput) && !errors.Is(err, store.ErrConstraint) {
 			return err
 		}
@@ -203,7 +203,7 @@ func (in *Inbox) storeEvents(ctx context.Context, msgs []jetstream.Msg) error {
 
 func (in *Inbox) storeOneByOne(ctx context.Context, copies []store.EventCopy, msgs []jetstream.Msg) error {
 	for i, e := range copies {
-		_, err := store.Ingest(ctx, in.Pool, []store.EventCopy{e})
+		_, err := store.EventsIngest(ctx, in.Pool, []store.EventCopy{e})
 		switch {
 		case err == nil:
 			in.stored.Add(1)

@@ -108,7 +108,7 @@ type maintenanceWorker struct {
 }
 
 func (w *maintenanceWorker) Work(ctx context.Context, _ *river.Job[MaintenanceArgs]) error {
-	closed, err := store.CloseEpochs(ctx, w.pool, store.EpochOptions{MaxEpochs: 100, Width: w.cfg.EpochWidth,
+	closed, err := store.EpochsClose(ctx, w.pool, store.EpochOptions{MaxEpochs: 100, Width: w.cfg.EpochWidth,
 		Settle: w.cfg.SettleWindow, StallLimit: w.cfg.StallLimit})
 	if err != nil {
 		return err

@@ -81,7 +81,7 @@ type Sweeper struct {
 
 // Sweep runs one sweep now.
 func (s *Sweeper) Sweep(ctx context.Context) error {
-	drift, err := store.VerifyStreamDigests(ctx, s.Pool, true)
+	drift, err := store.StreamDigestsVerify(ctx, s.Pool, true)
 	if err != nil {
 		return err
 	}
@@ -91,7 +91,7 @@ func (s *Sweeper) Sweep(ctx context.Context) error {
 		s.Logger.Error("sweep: DIGEST DRIFT healed: an unaccounted write path touched the store", "kind", d.Kind,
 			"origin", d.Origin, "tenant", d.Tenant, "type", d.EventType, "stream", d.StreamID, "stored_n", d.Stored.N, "actual_n", d.Actual.N)
 	}
-	checks, err := store.VerifyDigestEpochs(ctx, s.Pool, max(1, s.MaxEpochs))
+	checks, err := store.EpochsVerify(ctx, s.Pool, max(1, s.MaxEpochs))
 	if err != nil {
 		return err
 	}

@@ -127,7 +127,7 @@ func TestNode(t *testing.T) {
 		answers := b.nats.Record(t, wire.ControlStream, wire.ControlSubject("billing"))
 		_, billing := b.nats.Connect(t, "billing")
 		start(t, n)
-		appended, err := store.Append(ctx, b.pool, []store.NewEvent{{Tenant: "acme", StreamID: "s", StreamVersion: 1, EventType: placed, Payload: []byte("{}")}})
+		appended, err := store.EventsAppend(ctx, b.pool, []store.NewEvent{{Tenant: "acme", StreamID: "s", StreamVersion: 1, EventType: placed, Payload: []byte("{}")}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -216,7 +216,7 @@ func TestNode(t *testing.T) {
 		t.Parallel()
 		n, b := setup(t, "orders", node.Config{NoRelay: true}, nil)
 		start(t, n)
-		if _, err := store.Append(ctx, b.pool, []store.NewEvent{{Tenant: "acme", StreamID: "s", StreamVersion: 1, EventType: placed, Payload: []byte("{}")}}); err != nil {
+		if _, err := store.EventsAppend(ctx, b.pool, []store.NewEvent{{Tenant: "acme", StreamID: "s", StreamVersion: 1, EventType: placed, Payload: []byte("{}")}}); err != nil {
 			t.Fatal(err)
 		}
 		testrun.WaitFor(t, "the node's stamper numbered the event", func() bool {

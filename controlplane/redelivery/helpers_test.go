@@ -31,10 +31,10 @@ func ownEvent(stream string, version int64, eventType string, payload string) st
 func appendStamped(t *testing.T, db store.Querier, events ...store.NewEvent) {
 	t.Helper()
 	ctx := context.Background()
-	if _, err := store.Append(ctx, db, events); err != nil {
+	if _, err := store.EventsAppend(ctx, db, events); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := store.Stamp(ctx, db, 1_000_000); err != nil {
+	if _, err := store.EventsStamp(ctx, db, 1_000_000); err != nil {
 		t.Fatal(err)
 	}
 }

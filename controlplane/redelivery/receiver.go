@@ -66,7 +66,7 @@ func (r *Receiver) onBundle(ctx context.Context, env wire.Envelope, attachment [
 		r.refused.Add(1)
 		return fmt.Errorf("%w: %v", wire.ErrPermanent, err)
 	}
-	added, err := store.Ingest(ctx, r.Pool, copies)
+	added, err := store.EventsIngest(ctx, r.Pool, copies)
 	if err != nil {
 		if errors.Is(err, store.ErrInvalidInput) {
 			r.refused.Add(1)
@@ -89,7 +89,7 @@ func (r *Receiver) onBundles(ctx context.Context, envs []wire.Envelope, attachme
 		}
 		copies = append(copies, c...)
 	}
-	added, err := store.Ingest(ctx, r.Pool, copies)
+	added, err := store.EventsIngest(ctx, r.Pool, copies)
 	if err != nil {
 		return err
 	}

@@ -348,7 +348,7 @@ func laneWithHole(t *testing.T, pool *pgxpool.Pool) {
 		t.Fatal(err)
 	}
 	copies := ordersCopies("s", 1, 5)
-	if _, err := store.Ingest(ctx, pool, append(copies[:2:2], copies[3:]...)); err != nil {
+	if _, err := store.EventsIngest(ctx, pool, append(copies[:2:2], copies[3:]...)); err != nil {
 		t.Fatal(err)
 	}
 	checkpointtest.Verify(t, pool, "billing", checkpointtest.Announcing("orders", eventTypes[0], 1, 6, "acme", 1, 5))

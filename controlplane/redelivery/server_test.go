@@ -138,7 +138,7 @@ func TestServer(t *testing.T) {
 		}
 		peer := store.EventCopy{EventID: [16]byte{1}, Origin: "peer", OriginSeq: 1, TypeSeq: 1, Tenant: "acme",
 			StreamID: "a", StreamVersion: 9, EventType: eventTypes[0], Payload: []byte("{}")}
-		if _, err := store.Ingest(ctx, b.pool, []store.EventCopy{peer}); err != nil {
+		if _, err := store.EventsIngest(ctx, b.pool, []store.EventCopy{peer}); err != nil {
 			t.Fatal(err)
 		}
 		start(t, s, b)

@@ -83,7 +83,7 @@ func TestRelay(t *testing.T) {
 		// Interleaved with the own appends: copies of a peer's events of the same types.
 		for i := range 3 {
 			appendStamped(t, b.pool, fmt.Sprintf("s%d", i), 20)
-			if _, err := store.Ingest(ctx, b.pool, []store.EventCopy{peerCopy(int64(i + 1))}); err != nil {
+			if _, err := store.EventsIngest(ctx, b.pool, []store.EventCopy{peerCopy(int64(i + 1))}); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -132,7 +132,7 @@ func TestRelay(t *testing.T) {
 			t.Fatalf("the stream holds %d events, want only the 3 stamped ones", n)
 		}
 
-		if _, err := store.Stamp(ctx, b.pool, 100); err != nil {
+		if _, err := store.EventsStamp(ctx, b.pool, 100); err != nil {
 			t.Fatal(err)
 		}
 		b.published.await(t, 5)
@@ -319,7 +319,7 @@ func appendEvents(t *testing.T, db store.Querier, stream string, from, n int) {
 			EventType: eventTypes[v%len(eventTypes)], Payload: []byte(fmt.Sprintf(`{ "v" :%d }`, v)),
 			Metadata: []byte(`{"trace":"` + uuid.NewString() + `"}`)})
 	}
-	if _, err := store.Append(context.Background(), db, events); err != nil {
+	if _, err := store.EventsAppend(context.Background(), db, events); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -328,7 +328,7 @@ func appendEvents(t *testing.T, db store.Querier, stream string, from, n int) {
 func appendStamped(t *testing.T, db store.Querier, stream string, n int) {
 	t.Helper()
 	appendEvents(t, db, stream, 0, n)
-	if _, err := store.Stamp(context.Background(), db, 100000); err != nil {
+	if _, err := store.EventsStamp(context.Background(), db, 100000); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -118,7 +118,7 @@ func (l *Loop) listenAndStamp(ctx context.Context) error {
 func (l *Loop) Drain(ctx context.Context) error {
 	l.defaults()
 	for {
-		r, err := store.Stamp(ctx, l.Pool, l.BatchSize)
+		r, err := store.EventsStamp(ctx, l.Pool, l.BatchSize)
 		if err != nil {
 			return err
 		}

@@ -33,7 +33,7 @@ func setup(t *testing.T, service string) *testBundle {
 		t.Fatal(err)
 	}
 	t.Cleanup(pool.Close)
-	if err := store.SetServiceName(ctx, pool, service); err != nil {
+	if err := store.ServiceNameSet(ctx, pool, service); err != nil {
 		t.Fatal(err)
 	}
 	return &testBundle{pool: pool}
@@ -46,7 +46,7 @@ func event(stream string, version int64) store.NewEvent {
 
 func appendEvents(t *testing.T, db store.Querier, events ...store.NewEvent) {
 	t.Helper()
-	if _, err := store.Append(context.Background(), db, events); err != nil {
+	if _, err := store.EventsAppend(context.Background(), db, events); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -124,7 +124,7 @@ func TestStamp_LateCommitGetsTheHigherSequence(t *testing.T) {
 	}
 
 	// Witness: the stamper sees exactly the committed event and numbers it alone.
-	r, err := store.Stamp(ctx, b.pool, 100)
+	r, err := store.EventsStamp(ctx, b.pool, 100)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -135,7 +135,7 @@ func TestStamp_LateCommitGetsTheHigherSequence(t *testing.T) {
 	if err := insertedFirst.Commit(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if r, err = store.Stamp(ctx, b.pool, 100); err != nil || r.Stamped != 1 {
+	if r, err = store.EventsStamp(ctx, b.pool, 100); err != nil || r.Stamped != 1 {
 		t.Fatalf("second stamp = %+v, %v; want the late commit numbered", r, err)
 	}
 
@@ -169,7 +169,7 @@ func TestStamp_ConcurrentStampersNeverDoubleStamp(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer holder.Rollback(ctx)
-	if r, err := store.Stamp(ctx, holder, 60); err != nil || r.Stamped != 60 {
+	if r, err := store.EventsStamp(ctx, holder, 60); err != nil || r.Stamped != 60 {
 		t.Fatalf("holder stamp = %+v, %v; want 60", r, err)
 	}
 
@@ -188,7 +188,7 @@ func TestStamp_ConcurrentStampersNeverDoubleStamp(t *testing.T) {
 	}
 	done := make(chan outcome, 1)
 	go func() {
-		r, err := store.Stamp(ctx, second, 1000)
+		r, err := store.EventsStamp(ctx, second, 1000)
 		done <- outcome{r, err}
 	}()
 

@@ -217,7 +217,7 @@ func copyOf(tenant string, typeSeq int64) store.EventCopy {
 
 func ingest(t *testing.T, pool *pgxpool.Pool, copies ...store.EventCopy) {
 	t.Helper()
-	if _, err := store.Ingest(context.Background(), pool, copies); err != nil {
+	if _, err := store.EventsIngest(context.Background(), pool, copies); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -27,8 +27,8 @@ func StreamDigests(ctx context.Context, db Querier) ([]Digest, error) {
 		where (x0, x1, n) <> (0, 0, 0) order by 1, 2, 3, 4`)
 }
 
-// RecomputeDigests folds the store from scratch (streamseal.recompute_digests), in key order.
-func RecomputeDigests(ctx context.Context, db Querier) ([]Digest, error) {
+// DigestsRecompute folds the store from scratch (streamseal.recompute_digests), in key order.
+func DigestsRecompute(ctx context.Context, db Querier) ([]Digest, error) {
 	return collectDigests(ctx, db, "recompute digests", `
 		select origin, tenant, event_type, stream_id, x0, x1, n from streamseal.recompute_digests()
 		order by 1, 2, 3, 4`)
@@ -57,9 +57,9 @@ type Drift struct {
 	Stored, Actual Digest
 }
 
-// VerifyStreamDigests compares the digest table with a recompute and, with heal, corrects it
+// StreamDigestsVerify compares the digest table with a recompute and, with heal, corrects it
 // (streamseal.verify_stream_digests). Every row returned is an alarm.
-func VerifyStreamDigests(ctx context.Context, db Querier, heal bool) ([]Drift, error) {
+func StreamDigestsVerify(ctx context.Context, db Querier, heal bool) ([]Drift, error) {
 	rows, err := db.Query(ctx, `
 		select origin, tenant, event_type, stream_id, kind,
 		       stored_x0, stored_x1, stored_n, actual_x0, actual_x1, actual_n

@@ -23,8 +23,8 @@ type EpochOptions struct {
 	StallLimit time.Duration
 }
 
-// CloseEpochs seals settled epochs (streamseal.close_epochs).
-func CloseEpochs(ctx context.Context, db Querier, o EpochOptions) ([]ClosedEpoch, error) {
+// EpochsClose seals settled epochs (streamseal.close_epochs).
+func EpochsClose(ctx context.Context, db Querier, o EpochOptions) ([]ClosedEpoch, error) {
 	if o.MaxEpochs == 0 {
 		o.MaxEpochs = 100
 	}
@@ -59,8 +59,8 @@ type EpochCheck struct {
 	PrefixHealed bool
 }
 
-// VerifyDigestEpochs re-checks up to max closed epochs, resuming where the last call stopped.
-func VerifyDigestEpochs(ctx context.Context, db Querier, max int) ([]EpochCheck, error) {
+// EpochsVerify re-checks up to max closed epochs, resuming where the last call stopped.
+func EpochsVerify(ctx context.Context, db Querier, max int) ([]EpochCheck, error) {
 	rows, err := db.Query(ctx, `select origin, checked, drifted, prefix_healed from streamseal.verify_digest_epochs($1)`, max)
 	if err != nil {
 		return nil, classify("verify digest epochs", err)

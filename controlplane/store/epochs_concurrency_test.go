@@ -22,7 +22,7 @@ func lanePool(t *testing.T, service string) *pgxpool.Pool {
 		t.Fatal(err)
 	}
 	t.Cleanup(pool.Close)
-	if err := store.SetServiceName(ctx, pool, service); err != nil {
+	if err := store.ServiceNameSet(ctx, pool, service); err != nil {
 		t.Fatal(err)
 	}
 	return pool
@@ -47,7 +47,7 @@ func settledPeerLane(t *testing.T, pool *pgxpool.Pool, n int64, gaps ...int64) {
 			copies = append(copies, peerCopy(seq))
 		}
 	}
-	if _, err := store.Ingest(ctx, pool, copies); err != nil {
+	if _, err := store.EventsIngest(ctx, pool, copies); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := pool.Exec(ctx, "update streamseal.events set stored_at = now() - interval '2 hours'"); err != nil {
@@ -65,7 +65,7 @@ func requireEpochsExact(t *testing.T, pool *pgxpool.Pool) {
 		t.Fatal(err)
 	}
 	defer tx.Rollback(ctx)
-	checks, err := store.VerifyDigestEpochs(ctx, tx, 100000)
+	checks, err := store.EpochsVerify(ctx, tx, 100000)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,7 +83,7 @@ func requireEpochsExact(t *testing.T, pool *pgxpool.Pool) {
 // it is uncommitted. A writer holding the lane makes close_epochs skip the lane (it never waits);
 // a close holding the lane makes the writer wait, and the writer's fold then lands in the closed
 // epoch. Either order leaves every closed epoch equal to the store.
-func TestCloseEpochs_NeverRacesAnUncommittedWrite(t *testing.T) {
+func TestEpochsClose_NeverRacesAnUncommittedWrite(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	opts := store.EpochOptions{MaxEpochs: 100, Width: 10, Settle: time.Hour}
@@ -98,10 +98,10 @@ func TestCloseEpochs_NeverRacesAnUncommittedWrite(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer repair.Rollback(ctx)
-		if _, err := store.Ingest(ctx, repair, []store.EventCopy{peerCopy(4)}); err != nil {
+		if _, err := store.EventsIngest(ctx, repair, []store.EventCopy{peerCopy(4)}); err != nil {
 			t.Fatal(err)
 		}
-		closed, err := store.CloseEpochs(ctx, pool, opts)
+		closed, err := store.EpochsClose(ctx, pool, opts)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -115,7 +115,7 @@ func TestCloseEpochs_NeverRacesAnUncommittedWrite(t *testing.T) {
 		if _, err := pool.Exec(ctx, "update streamseal.events set stored_at = now() - interval '2 hours'"); err != nil {
 			t.Fatal(err)
 		}
-		if closed, err = store.CloseEpochs(ctx, pool, opts); err != nil || len(closed) != 3 {
+		if closed, err = store.EpochsClose(ctx, pool, opts); err != nil || len(closed) != 3 {
 			t.Fatalf("after the commit close_epochs = %v, %v; want epochs 0, 1, 2", closed, err)
 		}
 		requireEpochsExact(t, pool)
@@ -131,7 +131,7 @@ func TestCloseEpochs_NeverRacesAnUncommittedWrite(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer closer.Rollback(ctx)
-		if closed, err := store.CloseEpochs(ctx, closer, opts); err != nil || len(closed) != 3 {
+		if closed, err := store.EpochsClose(ctx, closer, opts); err != nil || len(closed) != 3 {
 			t.Fatalf("close_epochs = %v, %v; want epochs 0, 1, 2", closed, err)
 		}
 
@@ -146,7 +146,7 @@ func TestCloseEpochs_NeverRacesAnUncommittedWrite(t *testing.T) {
 		}
 		done := make(chan error, 1)
 		go func() {
-			_, err := store.Ingest(ctx, writer, []store.EventCopy{peerCopy(4)})
+			_, err := store.EventsIngest(ctx, writer, []store.EventCopy{peerCopy(4)})
 			done <- err
 		}()
 		// Witness: the repair waits on the lane lock the close holds.

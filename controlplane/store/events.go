@@ -12,7 +12,7 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 )
 
-// NewEvent is one own event for Append. A zero EventID gets a random one; a zero OccurredAt
+// NewEvent is one own event for EventsAppend. A zero EventID gets a random one; a zero OccurredAt
 // means now.
 type NewEvent struct {
 	EventID       uuid.UUID
@@ -54,7 +54,7 @@ func (e NewEvent) Index(i int) any {
 	panic(fmt.Sprintf("streamseal.new_event has no field %d", i))
 }
 
-// EventCopy is one copy of another origin's event for Ingest, identity included.
+// EventCopy is one copy of another origin's event for EventsIngest, identity included.
 type EventCopy struct {
 	EventID       uuid.UUID
 	Origin        string
@@ -119,15 +119,15 @@ func nullBytes(b []byte) any {
 	return b
 }
 
-// Append stores own events (unstamped) and returns their ids in order. A bad event refuses the
+// EventsAppend stores own events (unstamped) and returns their ids in order. A bad event refuses the
 // whole batch with ErrInvalidInput.
-func Append(ctx context.Context, db Querier, events []NewEvent) ([]uuid.UUID, error) {
+func EventsAppend(ctx context.Context, db Querier, events []NewEvent) ([]uuid.UUID, error) {
 	return collectIDs(ctx, db, "append", "select streamseal.append($1::streamseal.new_event[])", events)
 }
 
-// Ingest stores copies of other origins' events, skipping ids already held, and returns the ids
+// EventsIngest stores copies of other origins' events, skipping ids already held, and returns the ids
 // it added. A bad copy refuses the whole batch with ErrInvalidInput.
-func Ingest(ctx context.Context, db Querier, copies []EventCopy) ([]uuid.UUID, error) {
+func EventsIngest(ctx context.Context, db Querier, copies []EventCopy) ([]uuid.UUID, error) {
 	return collectIDs(ctx, db, "ingest", "select streamseal.ingest($1::streamseal.event_copy[])", copies)
 }
 
@@ -150,8 +150,8 @@ type StampResult struct {
 	OldestWait    time.Duration // how long the batch's oldest event waited to be numbered
 }
 
-// Stamp numbers up to max committed own events in commit order (streamseal.stamp).
-func Stamp(ctx context.Context, db Querier, max int) (StampResult, error) {
+// EventsStamp numbers up to max committed own events in commit order (streamseal.stamp).
+func EventsStamp(ctx context.Context, db Querier, max int) (StampResult, error) {
 	var r StampResult
 	var wait *float64
 	if err := db.QueryRow(ctx, "select stamped, last_origin_seq, oldest_wait_seconds from streamseal.stamp($1)", max).Scan(&r.Stamped, &r.LastOriginSeq, &wait); err != nil {

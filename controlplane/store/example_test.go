@@ -15,7 +15,7 @@ import (
 
 // exampleDatabase returns a pool on a fresh, migrated database whose service is named service,
 // and a function that drops it. An application opens its own database the same way:
-// store.Open(ctx, databaseURL) after `streamseal migrate`, then SetServiceName once.
+// store.Open(ctx, databaseURL) after `streamseal migrate`, then ServiceNameSet once.
 func exampleDatabase(service string) (*pgxpool.Pool, func()) {
 	ctx := context.Background()
 	server, err := dbtest.StartServer(ctx)
@@ -30,7 +30,7 @@ func exampleDatabase(service string) (*pgxpool.Pool, func()) {
 	if err != nil {
 		panic(err)
 	}
-	if err := store.SetServiceName(ctx, pool, service); err != nil {
+	if err := store.ServiceNameSet(ctx, pool, service); err != nil {
 		panic(err)
 	}
 	return pool, func() {
@@ -40,14 +40,14 @@ func exampleDatabase(service string) (*pgxpool.Pool, func()) {
 }
 
 // An application appends its own events; they are stored unstamped and count in no digest
-// until the stamper numbers them in commit order (the run loop does this; Stamp is the same call).
+// until the stamper numbers them in commit order (the run loop does this; EventsStamp is the same call).
 // The maintained digests then equal a recompute from the store.
-func ExampleAppend() {
+func ExampleEventsAppend() {
 	ctx := context.Background()
 	pool, drop := exampleDatabase("orders")
 	defer drop()
 
-	ids, err := store.Append(ctx, pool, []store.NewEvent{
+	ids, err := store.EventsAppend(ctx, pool, []store.NewEvent{
 		{Tenant: "acme", StreamID: "order-42", StreamVersion: 1, EventType: "order.placed", Payload: []byte(`{"total": 10}`)},
 		{Tenant: "acme", StreamID: "order-42", StreamVersion: 2, EventType: "order.paid", Payload: []byte(`{}`)},
 		{Tenant: "acme", StreamID: "order-43", StreamVersion: 1, EventType: "order.placed", Payload: []byte(`{"total": 7}`)},
@@ -61,7 +61,7 @@ func ExampleAppend() {
 	}
 	fmt.Println("appended", len(ids), "events; digest buckets before stamping:", len(before))
 
-	stamped, err := store.Stamp(ctx, pool, 100)
+	stamped, err := store.EventsStamp(ctx, pool, 100)
 	if err != nil {
 		panic(err)
 	}
@@ -74,7 +74,7 @@ func ExampleAppend() {
 	for _, d := range digests {
 		fmt.Printf("%s/%s/%s/%s: n=%d\n", d.Origin, d.Tenant, d.EventType, d.StreamID, d.N)
 	}
-	drift, err := store.VerifyStreamDigests(ctx, pool, false)
+	drift, err := store.StreamDigestsVerify(ctx, pool, false)
 	if err != nil {
 		panic(err)
 	}
@@ -90,19 +90,19 @@ func ExampleAppend() {
 
 // A bad event refuses the whole batch with ErrInvalidInput and a message naming the event and
 // what is wrong; nothing of the batch is written.
-func ExampleAppend_refused() {
+func ExampleEventsAppend_refused() {
 	ctx := context.Background()
 	pool, drop := exampleDatabase("orders")
 	defer drop()
 
-	_, err := store.Append(ctx, pool, []store.NewEvent{
+	_, err := store.EventsAppend(ctx, pool, []store.NewEvent{
 		{Tenant: "acme", StreamID: "order-42", StreamVersion: 1, EventType: "order.placed", Payload: []byte(`{}`)},
 		{Tenant: "acme", StreamID: "order-42", StreamVersion: 2, EventType: "order.paid", Payload: []byte(`{}`), Flags: 8},
 	})
 	fmt.Println(errors.Is(err, store.ErrInvalidInput))
 	fmt.Println(err)
 
-	stamped, err := store.Stamp(ctx, pool, 100)
+	stamped, err := store.EventsStamp(ctx, pool, 100)
 	if err != nil {
 		panic(err)
 	}
@@ -114,8 +114,8 @@ func ExampleAppend_refused() {
 }
 
 // Copies of another origin's events keep the identity their origin stamped. Ingesting the same
-// events again adds nothing (invariant 2): Ingest returns only the ids it actually added.
-func ExampleIngest() {
+// events again adds nothing (invariant 2): EventsIngest returns only the ids it actually added.
+func ExampleEventsIngest() {
 	ctx := context.Background()
 	pool, drop := exampleDatabase("billing")
 	defer drop()
@@ -125,12 +125,12 @@ func ExampleIngest() {
 			OriginSeq: seq, TypeSeq: seq, Tenant: "acme", StreamID: "order-42", StreamVersion: seq, EventType: "order.placed",
 			Payload: []byte(`{"seq": ` + fmt.Sprint(seq) + `}`), OccurredAt: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
 	}
-	added, err := store.Ingest(ctx, pool, []store.EventCopy{copyOf(1), copyOf(2)})
+	added, err := store.EventsIngest(ctx, pool, []store.EventCopy{copyOf(1), copyOf(2)})
 	if err != nil {
 		panic(err)
 	}
 	fmt.Println("first delivery added", len(added))
-	added, err = store.Ingest(ctx, pool, []store.EventCopy{copyOf(1), copyOf(2), copyOf(3)})
+	added, err = store.EventsIngest(ctx, pool, []store.EventCopy{copyOf(1), copyOf(2), copyOf(3)})
 	if err != nil {
 		panic(err)
 	}
@@ -163,10 +163,10 @@ func ExampleTypeDigests() {
 		}
 		events = append(events, store.NewEvent{Tenant: "acme", StreamID: "order-42", StreamVersion: v, EventType: eventType, Payload: []byte(`{}`)})
 	}
-	if _, err := store.Append(ctx, pool, events); err != nil {
+	if _, err := store.EventsAppend(ctx, pool, events); err != nil {
 		panic(err)
 	}
-	if _, err := store.Stamp(ctx, pool, 100); err != nil {
+	if _, err := store.EventsStamp(ctx, pool, 100); err != nil {
 		panic(err)
 	}
 

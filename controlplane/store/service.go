@@ -4,8 +4,8 @@ package store
 
 import "context"
 
-// SetServiceName names this database's service; the same name again is a no-op.
-func SetServiceName(ctx context.Context, db Querier, name string) error {
+// ServiceNameSet names this database's service; the same name again is a no-op.
+func ServiceNameSet(ctx context.Context, db Querier, name string) error {
 	if _, err := db.Exec(ctx, "select streamseal.set_service_name($1)", name); err != nil {
 		return classify("set service name", err)
 	}

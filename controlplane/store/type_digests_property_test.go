@@ -164,7 +164,7 @@ func randomStore(t *testing.T, rng *rand.Rand) *pgxpool.Pool {
 		t.Fatal(err)
 	}
 	t.Cleanup(pool.Close)
-	if err := store.SetServiceName(ctx, pool, "prop"); err != nil {
+	if err := store.ServiceNameSet(ctx, pool, "prop"); err != nil {
 		t.Fatal(err)
 	}
 	tenants, types := []string{"t0", "t1", "t2"}, []string{"a", "b", "c", "d"}
@@ -186,11 +186,11 @@ func randomStore(t *testing.T, rng *rand.Rand) *pgxpool.Pool {
 			StreamVersion: int64(i), EventType: types[rng.IntN(4)], Flags: randomFlags(), Payload: []byte("{}")}
 	}
 	for start := 0; start < len(own); start += 17 {
-		if _, err := store.Append(ctx, pool, own[start:min(start+17, len(own))]); err != nil {
+		if _, err := store.EventsAppend(ctx, pool, own[start:min(start+17, len(own))]); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if _, err := store.Stamp(ctx, pool, 10000); err != nil {
+	if _, err := store.EventsStamp(ctx, pool, 10000); err != nil {
 		t.Fatal(err)
 	}
 
@@ -206,16 +206,16 @@ func randomStore(t *testing.T, rng *rand.Rand) *pgxpool.Pool {
 		}
 	}
 	rng.Shuffle(len(copies), func(i, j int) { copies[i], copies[j] = copies[j], copies[i] })
-	if _, err := store.Ingest(ctx, pool, copies); err != nil {
+	if _, err := store.EventsIngest(ctx, pool, copies); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := pool.Exec(ctx, "update streamseal.events set stored_at = now() - interval '2 hours' where origin = 'peer-a'"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := store.CloseEpochs(ctx, pool, store.EpochOptions{MaxEpochs: 1000, Width: 3 + rng.Int64N(13), Settle: time.Hour}); err != nil {
+	if _, err := store.EpochsClose(ctx, pool, store.EpochOptions{MaxEpochs: 1000, Width: 3 + rng.Int64N(13), Settle: time.Hour}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := store.Ingest(ctx, pool, late); err != nil {
+	if _, err := store.EventsIngest(ctx, pool, late); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := pool.Exec(ctx, "select streamseal.close_stream('t0', 'o1'), streamseal.close_stream('t1', 'o2', 40)"); err != nil {

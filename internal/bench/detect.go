@@ -80,7 +80,7 @@ func detectionLatency(ctx context.Context, newDB harness.NewDatabase, opts Detec
 	}
 	fmt.Fprintf(out, "detection: checkpoint interval %s, %d single lost deliveries amid steady traffic\n", opts.Interval, opts.Drops)
 	// Warm up: River elects its leader and the lane is born before anything is measured.
-	if _, err := store.Append(ctx, orders.Pool, []store.NewEvent{{Tenant: "t", StreamID: "s", StreamVersion: 1,
+	if _, err := store.EventsAppend(ctx, orders.Pool, []store.NewEvent{{Tenant: "t", StreamID: "s", StreamVersion: 1,
 		EventType: "bench.a", Payload: []byte("{}")}}); err != nil {
 		return 0, err
 	}
@@ -101,7 +101,7 @@ func detectionLatency(ctx context.Context, newDB harness.NewDatabase, opts Detec
 		// Traffic before and after the lost event, so it sits inside a busy window.
 		for _, e := range []uuid.UUID{uuid.New(), id, uuid.New()} {
 			version++
-			if _, err := store.Append(ctx, orders.Pool, []store.NewEvent{{EventID: e, Tenant: "t", StreamID: "s",
+			if _, err := store.EventsAppend(ctx, orders.Pool, []store.NewEvent{{EventID: e, Tenant: "t", StreamID: "s",
 				StreamVersion: version, EventType: "bench.a", Payload: []byte("{}")}}); err != nil {
 				return 0, err
 			}
@@ -139,7 +139,7 @@ func checkpointCost(ctx context.Context, newDB harness.NewDatabase, opts DetectO
 		return 0, err
 	}
 	defer pool.Close()
-	if err := store.SetServiceName(ctx, pool, "origin"); err != nil {
+	if err := store.ServiceNameSet(ctx, pool, "origin"); err != nil {
 		return 0, err
 	}
 	var times []time.Duration

@@ -76,7 +76,7 @@ func Epochs(ctx context.Context, pool *pgxpool.Pool, opts EpochsOptions, out io.
 			return r, err
 		}
 		if f.idleClose, err = median(opts.Repeats, func() error {
-			_, err := store.CloseEpochs(ctx, pool, store.EpochOptions{MaxEpochs: 1000, Width: 100000, Settle: time.Hour})
+			_, err := store.EpochsClose(ctx, pool, store.EpochOptions{MaxEpochs: 1000, Width: 100000, Settle: time.Hour})
 			return err
 		}); err != nil {
 			return r, err
@@ -118,7 +118,7 @@ func generateLane(ctx context.Context, pool *pgxpool.Pool, from, to, chunk int64
 func closeAll(ctx context.Context, pool *pgxpool.Pool) (int, error) {
 	total := 0
 	for {
-		closed, err := store.CloseEpochs(ctx, pool, store.EpochOptions{MaxEpochs: 1000, Width: 100000, Settle: time.Hour})
+		closed, err := store.EpochsClose(ctx, pool, store.EpochOptions{MaxEpochs: 1000, Width: 100000, Settle: time.Hour})
 		if err != nil {
 			return total, err
 		}

@@ -20,7 +20,7 @@ func NewPool(t testing.TB, service string) *pgxpool.Pool {
 		t.Fatal(err)
 	}
 	t.Cleanup(pool.Close)
-	if err := store.SetServiceName(ctx, pool, service); err != nil {
+	if err := store.ServiceNameSet(ctx, pool, service); err != nil {
 		t.Fatal(err)
 	}
 	return pool

@@ -211,7 +211,7 @@ func audit(ctx context.Context, tl *timeline, origin, consumer *harness.Service)
 	// What the maintenance cycle does (hourly in the demo): close the settled epochs, so the
 	// origin answers from sealed epochs.
 	for _, s := range []*harness.Service{origin, consumer} {
-		if _, err := store.CloseEpochs(ctx, s.Pool, store.EpochOptions{MaxEpochs: 1000, Width: 100, Settle: time.Nanosecond}); err != nil {
+		if _, err := store.EpochsClose(ctx, s.Pool, store.EpochOptions{MaxEpochs: 1000, Width: 100, Settle: time.Nanosecond}); err != nil {
 			fail("close epochs at %s: %v", s.Name, err)
 			return failures
 		}
@@ -301,7 +301,7 @@ func (f *orderFeed) append(ctx context.Context, pool *pgxpool.Pool, n int) error
 			StreamVersion: f.versions[stream], EventType: allTypes[i%3],
 			Payload: []byte(fmt.Sprintf(`{"order":%d,"amount":%d}`, i%30, 10+i))})
 		if len(batch) == 30 {
-			if _, err := store.Append(ctx, pool, batch); err != nil {
+			if _, err := store.EventsAppend(ctx, pool, batch); err != nil {
 				return err
 			}
 			batch = nil

@@ -35,7 +35,7 @@ func appendSixAndWait(t *testing.T, orders, billing *harness.Service) {
 		events = append(events, store.NewEvent{EventID: uuid.New(), Tenant: "acme", StreamID: []string{"s1", "s2", "s3"}[i%3],
 			StreamVersion: int64(i/3 + 1), EventType: eventTypes[0], Payload: []byte("{}")})
 	}
-	if _, err := store.Append(ctx, orders.Pool, events); err != nil {
+	if _, err := store.EventsAppend(ctx, orders.Pool, events); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, "billing stored all 6 and knows orders", []*harness.Service{orders, billing}, func() bool {
@@ -145,7 +145,7 @@ func TestAudit_IdentityMismatchAndLocalExtraAlarmWithoutRequests(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Local extra: a copy the origin never emitted, in a stream it does not have.
-	if _, err := store.Ingest(ctx, billing.Pool, []store.EventCopy{{EventID: uuid.New(), Origin: "orders", OriginSeq: 3, TypeSeq: 99,
+	if _, err := store.EventsIngest(ctx, billing.Pool, []store.EventCopy{{EventID: uuid.New(), Origin: "orders", OriginSeq: 3, TypeSeq: 99,
 		Tenant: "acme", StreamID: "ghost", StreamVersion: 1, EventType: eventTypes[0], Payload: []byte("{}")}}); err != nil {
 		t.Fatal(err)
 	}
@@ -184,7 +184,7 @@ func TestSweep_HealsSabotagedEpochsAndDigests(t *testing.T) {
 		_ = orders.Pool.QueryRow(ctx, "select last_origin_seq from streamseal.stamp_state").Scan(&n)
 		return n == 60
 	})
-	if closed, err := store.CloseEpochs(ctx, orders.Pool, store.EpochOptions{MaxEpochs: 100, Width: 10, Settle: time.Hour}); err != nil || len(closed) != 6 {
+	if closed, err := store.EpochsClose(ctx, orders.Pool, store.EpochOptions{MaxEpochs: 100, Width: 10, Settle: time.Hour}); err != nil || len(closed) != 6 {
 		t.Fatalf("close epochs = %v, %v; want 6", closed, err)
 	}
 	if _, err := orders.Pool.Exec(ctx, `
@@ -203,10 +203,10 @@ func TestSweep_HealsSabotagedEpochsAndDigests(t *testing.T) {
 		{orders, "streamseal_digest_drift_healed_total", map[string]string{"kind": "drift"}, 5}, // sweep-03 holds all 5 types
 		{orders, "streamseal_digest_drift_healed_total", map[string]string{"kind": "epoch"}, 1},
 	})
-	if drift, err := store.VerifyStreamDigests(ctx, orders.Pool, false); err != nil || len(drift) != 0 {
+	if drift, err := store.StreamDigestsVerify(ctx, orders.Pool, false); err != nil || len(drift) != 0 {
 		t.Fatalf("after the sweep the digest table still drifts: %v, %v", drift, err)
 	}
-	checks, err := store.VerifyDigestEpochs(ctx, orders.Pool, 1000)
+	checks, err := store.EpochsVerify(ctx, orders.Pool, 1000)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -254,7 +254,7 @@ func TestAudit_StormIsCappedBackedOffAndSurvivesRestart(t *testing.T) {
 		events = append(events, store.NewEvent{EventID: uuid.New(), Tenant: tenants[i%4], StreamID: "s" + string(rune('a'+i%20)),
 			StreamVersion: int64(i/20 + 1), EventType: eventTypes[i%5], Payload: []byte("{}")})
 	}
-	if _, err := store.Append(ctx, orders.Pool, events); err != nil {
+	if _, err := store.EventsAppend(ctx, orders.Pool, events); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, "billing caught up and knows orders", services, func() bool {
@@ -373,7 +373,7 @@ func TestAudit_GenerationBumpResetsTheSealOnceThenReverifies(t *testing.T) {
 		_ = billing.Pool.QueryRow(ctx, "select count(*) from streamseal.known_origins").Scan(&known)
 		return known == 1 && countFrom(t, billing.Pool, "orders") == 20
 	})
-	if _, err := store.CloseEpochs(ctx, orders.Pool, store.EpochOptions{MaxEpochs: 100, Width: 5, Settle: time.Hour}); err != nil {
+	if _, err := store.EpochsClose(ctx, orders.Pool, store.EpochOptions{MaxEpochs: 100, Width: 5, Settle: time.Hour}); err != nil {
 		t.Fatal(err)
 	}
 	first, err := billing.Auditor.RunOnce(ctx)

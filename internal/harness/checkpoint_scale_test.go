@@ -156,7 +156,7 @@ func TestCheckpoint_CappedRepairsServeEveryLaneInTurn(t *testing.T) {
 				}
 			}
 		}
-		if _, err := store.Append(ctx, orders.Pool, events); err != nil {
+		if _, err := store.EventsAppend(ctx, orders.Pool, events); err != nil {
 			t.Fatal(err)
 		}
 		want := int64(round * len(events))
@@ -214,7 +214,7 @@ func TestCheckpoint_ManyTenantsSplitIntoMessagesThatEachFit(t *testing.T) {
 			events = append(events, store.NewEvent{EventID: uuid.New(), Tenant: fmt.Sprintf("tenant-with-a-long-name-%05d", i),
 				StreamID: fmt.Sprintf("s%05d", i), StreamVersion: 1, EventType: eventTypes[0], Payload: []byte("{}")})
 		}
-		if _, err := store.Append(ctx, orders.Pool, events); err != nil {
+		if _, err := store.EventsAppend(ctx, orders.Pool, events); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -113,7 +113,7 @@ func TestCheckpoint_NamesALostDeliveryAndRepairsIt(t *testing.T) {
 	dropped := events[249]
 	lose.lose[dropped.EventID] = true
 	for i := 0; i < len(events); i += 50 {
-		if _, err := store.Append(context.Background(), orders.Pool, events[i:i+50]); err != nil {
+		if _, err := store.EventsAppend(context.Background(), orders.Pool, events[i:i+50]); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -162,7 +162,7 @@ func TestCheckpoint_FloorNeverLeapfrogsAHole(t *testing.T) {
 			EventType: eventTypes[0], Payload: []byte("{}")})
 	}
 	lose.lose[events[6].EventID] = true // type_seq 7
-	if _, err := store.Append(context.Background(), orders.Pool, events); err != nil {
+	if _, err := store.EventsAppend(context.Background(), orders.Pool, events); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, "the hole confirmed (reported)", services, func() bool { return len(gapReports(t, billing)) == 1 })
@@ -238,7 +238,7 @@ func TestCheckpoint_DetectsTailLossFromTheCheckpointAlone(t *testing.T) {
 		events = append(events, store.NewEvent{EventID: uuid.New(), Tenant: "acme", StreamID: "tail", StreamVersion: int64(i + 1),
 			EventType: eventTypes[0], Payload: []byte("{}")})
 	}
-	if _, err := store.Append(context.Background(), orders.Pool, events); err != nil {
+	if _, err := store.EventsAppend(context.Background(), orders.Pool, events); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, "the tail named", services, func() bool {
@@ -266,7 +266,7 @@ func TestCheckpoint_NoAlarmForUnconsumedTypesOrAtMostOnce(t *testing.T) {
 		}
 		events = append(events, e)
 	}
-	if _, err := store.Append(context.Background(), orders.Pool, events); err != nil {
+	if _, err := store.EventsAppend(context.Background(), orders.Pool, events); err != nil {
 		t.Fatal(err)
 	}
 	// Witness: billing has verified a checkpoint covering everything (its lane floor reached the

@@ -71,7 +71,7 @@ func appendStreams(t *testing.T, s *harness.Service, n, streams int, prefix stri
 			Payload:  []byte(fmt.Sprintf(`{ "order": %d,  "line": %d }`, i%streams, i)), // odd spacing: bytes must survive untouched
 			Metadata: []byte(`{"trace":"` + uuid.NewString() + `"}`)})
 		if len(batch) == 20 || i == n-1 {
-			if _, err := store.Append(context.Background(), s.Pool, batch); err != nil {
+			if _, err := store.EventsAppend(context.Background(), s.Pool, batch); err != nil {
 				t.Fatal(err)
 			}
 			batch = nil

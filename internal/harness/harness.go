@@ -179,7 +179,7 @@ func (h *Harness) StartOn(ctx context.Context, of *Service, opts Options, config
 }
 
 func configureDatabase(ctx context.Context, pool *pgxpool.Pool, name string, opts Options) error {
-	if err := store.SetServiceName(ctx, pool, name); err != nil {
+	if err := store.ServiceNameSet(ctx, pool, name); err != nil {
 		return err
 	}
 	if len(opts.Consumes) > 0 {

@@ -43,7 +43,7 @@ func TestMetrics_ReportTheWorkAndReadinessDegradesOnAnUnrepairedGap(t *testing.T
 		events = append(events, store.NewEvent{EventID: uuid.New(), Tenant: "acme", StreamID: "m", StreamVersion: int64(i + 1),
 			EventType: eventTypes[0], Payload: []byte("{}")})
 	}
-	if _, err := store.Append(context.Background(), orders.Pool, events); err != nil {
+	if _, err := store.EventsAppend(context.Background(), orders.Pool, events); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, "the gap confirmed", []*harness.Service{orders, billing}, func() bool { return len(gapReports(t, billing)) == 1 })

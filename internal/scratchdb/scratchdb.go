@@ -76,7 +76,7 @@ func (s *Server) CreateService(ctx context.Context, prefix, service string) (*pg
 	if err != nil {
 		return nil, err
 	}
-	if err := store.SetServiceName(ctx, pool, service); err != nil {
+	if err := store.ServiceNameSet(ctx, pool, service); err != nil {
 		pool.Close()
 		return nil, err
 	}
