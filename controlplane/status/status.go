@@ -29,7 +29,9 @@ type Origin struct {
 	Unhealed       map[string]int `json:"unhealed_buckets"`
 	Exhausted      int            `json:"repair_exhausted_buckets"`
 	ConfirmedGaps  int            `json:"lanes_with_confirmed_gaps"`
-	Lanes          []Lane         `json:"lanes"`
+	// Unanswered counts the redelivery requests sent to the origin whose summary has not come.
+	Unanswered int    `json:"unanswered_requests"`
+	Lanes      []Lane `json:"lanes"`
 }
 
 // Read collects the status of every known origin.
@@ -49,6 +51,9 @@ func Read(ctx context.Context, db store.Querier) ([]Origin, error) {
 			if l.Confirmed != "{}" {
 				o.ConfirmedGaps++
 			}
+		}
+		if o.Unanswered, err = store.SentRequestsUnanswered(ctx, db, o.Origin); err != nil {
+			return nil, err
 		}
 		counts, err := store.LedgerCountsByReason(ctx, db, o.Origin)
 		if err != nil {
@@ -75,23 +80,27 @@ func Print(out io.Writer, origins []Origin, asJSON bool) error {
 		return nil
 	}
 	w := tabwriter.NewWriter(out, 0, 2, 2, ' ', 0)
-	fmt.Fprintln(w, "ORIGIN\tLIVENESS\tLAST CHECKPOINT\tGENERATION\tSEALED THROUGH\tUNHEALED (deficit/mismatch/extra)\tEXHAUSTED\tLANES WITH CONFIRMED GAPS")
+	fmt.Fprintln(w, "ORIGIN\tLIVENESS\tLAST CHECKPOINT\tGENERATION\tSEALED THROUGH\tUNHEALED (deficit/mismatch/extra)\tEXHAUSTED\tLANES WITH CONFIRMED GAPS\tUNANSWERED REQUESTS")
 	for _, o := range origins {
 		live := "ok"
 		if o.Silent {
 			live = "SILENT"
 		}
-		fmt.Fprintf(w, "%s\t%s\t%s\t%d\t%d\t%d/%d/%d\t%d\t%d\n", o.Origin, live, o.LastCheckpoint.UTC().Format(time.RFC3339),
+		fmt.Fprintf(w, "%s\t%s\t%s\t%d\t%d\t%d/%d/%d\t%d\t%d\t%d\n", o.Origin, live, o.LastCheckpoint.UTC().Format(time.RFC3339),
 			o.Generation, o.SealedThrough, o.Unhealed["deficit"], o.Unhealed["identity_mismatch"], o.Unhealed["local_extra"],
-			o.Exhausted, o.ConfirmedGaps)
+			o.Exhausted, o.ConfirmedGaps, o.Unanswered)
 	}
 	fmt.Fprintln(w)
-	fmt.Fprintln(w, "ORIGIN\tTENANT\tTYPE\tFLOOR\tSUSPECTED\tCONFIRMED\tREQUESTED\tACCEPTED LOSSES")
+	fmt.Fprintln(w, "ORIGIN\tTENANT\tTYPE\tFLOOR\tSUSPECTED\tCONFIRMED\tREQUESTED\tASKED\tNEXT ASK\tACCEPTED LOSSES")
 	for _, o := range origins {
 		for _, l := range o.Lanes {
-			fmt.Fprintf(w, "%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\n", o.Origin, orDash(l.Tenant), l.EventType, l.Floor,
+			asked := "-"
+			if l.RequestAttempts > 0 {
+				asked = fmt.Sprintf("%dx", l.RequestAttempts)
+			}
+			fmt.Fprintf(w, "%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\n", o.Origin, orDash(l.Tenant), l.EventType, l.Floor,
 				orDash(strings.Trim(l.Suspected, "{}")), orDash(strings.Trim(l.Confirmed, "{}")), orDash(strings.Trim(l.Requested, "{}")),
-				orDash(strings.Trim(l.AcceptedLosses, "{}")))
+				asked, orDash(l.NextRequestAt), orDash(strings.Trim(l.AcceptedLosses, "{}")))
 		}
 	}
 	return w.Flush()

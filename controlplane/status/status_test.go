@@ -88,6 +88,12 @@ func TestStatus(t *testing.T) {
 		if got, want := lanes(origins[0]), "acme order.placed 2 {} {[3,4)} {[3,4)} {}; globex order.placed 1 {} {} {} {}"; got != want || origins[0].ConfirmedGaps != 1 {
 			t.Fatalf("after the second checkpoint the lanes are %q (%d with confirmed gaps), want %q and 1", got, origins[0].ConfirmedGaps, want)
 		}
+		// Invariant 14 as an operator reads it: the request is outstanding (no summary yet), asked
+		// once, with the time it will be asked again if the hole is still there.
+		if l := origins[0].Lanes[0]; l.RequestAttempts != 1 || l.NextRequestAt == "" || origins[0].Unanswered != 1 {
+			t.Fatalf("the requested lane shows %d asks, next ask %q, %d unanswered requests; want 1, a time, 1",
+				l.RequestAttempts, l.NextRequestAt, origins[0].Unanswered)
+		}
 
 		ingest(t, b.pool, copyOf("acme", 3))
 		checkpointtest.Verify(t, b.pool, "billing", checkpointtest.Heartbeat("orders", placed, "acme", 7, 7))
@@ -200,7 +206,7 @@ func TestStatus(t *testing.T) {
 				laneLine = strings.Join(strings.Fields(l), " ")
 			}
 		}
-		if laneLine != "orders acme order.placed 1 [2,3) - - -" {
+		if laneLine != "orders acme order.placed 1 [2,3) - - - - -" {
 			t.Fatalf("lane row %q in:\n%s", laneLine, table.String())
 		}
 		var back []status.Origin

@@ -68,12 +68,17 @@ type LaneState struct {
 	Confirmed      string `json:"confirmed"`
 	Requested      string `json:"requested"`
 	AcceptedLosses string `json:"accepted_losses"` // type_seqs the origin cannot serve: gone, on record
+	// RequestAttempts counts the asks of the requested ranges; NextRequestAt is when they are
+	// asked again if still missing (RFC 3339, "" when nothing is requested).
+	RequestAttempts int    `json:"request_attempts"`
+	NextRequestAt   string `json:"next_request_at,omitempty"`
 }
 
 // LanesByOrigin lists origin's lanes by tenant and type.
 func LanesByOrigin(ctx context.Context, db Querier, origin string) ([]LaneState, error) {
 	rows, err := db.Query(ctx, `
-		select tenant, event_type, floor, suspected::text, confirmed::text, requested::text, accepted_losses::text
+		select tenant, event_type, floor, suspected::text, confirmed::text, requested::text, accepted_losses::text,
+		       request_attempts, coalesce(to_char(next_request_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"'), '')
 		from streamseal.lanes where origin = $1 order by tenant, event_type`, origin)
 	if err != nil {
 		return nil, classify("read lanes of "+origin, err)

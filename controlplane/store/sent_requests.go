@@ -83,3 +83,12 @@ func OriginControl(ctx context.Context, db Querier, origin string) (subject stri
 	}
 	return subject, true, nil
 }
+
+// SentRequestsUnanswered counts the requests sent to origin whose answer has not come (yet).
+func SentRequestsUnanswered(ctx context.Context, db Querier, origin string) (int, error) {
+	var n int
+	if err := db.QueryRow(ctx, "select count(*)::int from streamseal.sent_requests where origin = $1 and answered_at is null", origin).Scan(&n); err != nil {
+		return 0, classify("count unanswered requests to "+origin, err)
+	}
+	return n, nil
+}
