@@ -188,16 +188,18 @@ func originKilledWithAcceptedRequests(ctx context.Context, w *World, size Size, 
 }
 
 // b. Answers truncated by a small per-request cap, with thousands of events to repair: each
-// truncated answer is followed by a request for the rest, and the copy converges.
+// truncated answer is followed by a request for the rest, and the copy converges. The origin's
+// checkpoints come every 2 s here, so one window holds every append and each lane's request asks
+// for far more than the cap.
 func truncatedAnswers(ctx context.Context, w *World, size Size, f *Figures) error {
 	const drop = 0.3
-	origin, consumer, err := pair(ctx, w, drop, "--max-events-per-request", "100")
+	origin, consumer, err := pair(ctx, w, drop, "--max-events-per-request", "100", "--checkpoint-interval", "2s")
 	if err != nil {
 		return err
 	}
 	wl := workload(size.pick(300, 2000))
 	start := time.Now()
-	if err := wl.AppendAll(ctx, origin, size.pick(5000, 20000), 1000); err != nil {
+	if err := wl.AppendAll(ctx, origin, size.pick(5000, 20000), 20000); err != nil {
 		return err
 	}
 	f.Damage = dropped(ctx, origin, drop)
