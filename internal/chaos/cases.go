@@ -457,18 +457,20 @@ func duplicatesAndReorder(ctx context.Context, w *World, size Size, f *Figures) 
 	published := 0
 	for round := range 2 {
 		rand.Shuffle(len(events), func(i, j int) { events[i], events[j] = events[j], events[i] })
-		for _, e := range events {
+		for i, e := range events {
 			m := wire.EventMessage(e)
 			m.Header.Set(nats.MsgIdHdr, fmt.Sprintf("%s:%d:chaos-replay-%d", e.Origin, e.OriginSeq, round))
 			if _, err := js.PublishMsgAsync(m); err != nil {
 				return fmt.Errorf("re-publish: %w", err)
 			}
 			published++
-		}
-		select {
-		case <-js.PublishAsyncComplete():
-		case <-time.After(Failsafe):
-			return fmt.Errorf("re-published events not acknowledged by JetStream")
+			if i%500 == 499 || i == len(events)-1 {
+				select {
+				case <-js.PublishAsyncComplete():
+				case <-time.After(Failsafe):
+					return fmt.Errorf("re-published events not acknowledged by JetStream")
+				}
+			}
 		}
 	}
 	cons, err := js.Consumer(ctx, wire.EventsStream, "streamseal-inbox-"+consumerName)

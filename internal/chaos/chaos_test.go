@@ -21,7 +21,7 @@ var long = flag.Bool("chaos.long", false, "run every fault case at full size (ma
 // TestFaultSuite runs the fault cases as real processes (chaos.Cases): the short form in
 // `make test`, every case at full size with -chaos.long (`make chaos`). Each case prints its
 // figures; the table of them ends the run. A failing case keeps its world's directory (every
-// process's log) and prints its path.
+// process's log) and prints its path; STREAMSEAL_CHAOS_KEEP=1 keeps every case's.
 func TestFaultSuite(t *testing.T) {
 	if _, err := pgcluster.FindBinDir(); errors.Is(err, pgcluster.ErrNoServerBinaries) {
 		t.Skip(err)
@@ -71,6 +71,10 @@ func TestFaultSuite(t *testing.T) {
 			}
 			if f.Exits > 0 {
 				t.Logf("%d run processes exited on their own and were restarted; logs in %s", f.Exits, dir)
+			}
+			if os.Getenv("STREAMSEAL_CHAOS_KEEP") != "" {
+				t.Logf("logs kept (STREAMSEAL_CHAOS_KEEP): %s", dir)
+				return
 			}
 			os.RemoveAll(dir)
 		})
