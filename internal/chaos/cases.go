@@ -276,6 +276,9 @@ func scatteredDamage(ctx context.Context, w *World, size Size, f *Figures) error
 		if auditEmpty.MatchString(out) && !unresolved {
 			return fmt.Errorf("audit %d reported all-clear (0 divergent buckets, nothing unresolved) while %d copies were missing:\n%s", f.Audits, c.Lost, out)
 		}
+		if !unresolved {
+			return fmt.Errorf("audit %d did not report UNRESOLVED while %d copies were missing (digests differed when it started):\n%s", f.Audits, c.Lost, out)
+		}
 		// The audit's repairs (and their follow-ups) are answered before the next audit.
 		_ = Until(ctx, "every request sent answered", func() (bool, error) {
 			n, err := count(ctx, consumer, "select count(*) from streamseal.sent_requests where answered_at is null")
