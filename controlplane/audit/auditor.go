@@ -239,6 +239,7 @@ func unresolved(mismatched []string, d drill) []Unresolved {
 	}
 	return out
 }
+
 // applyCloses applies the origin's close-the-books floors to this store's copies, so closed
 // history is not read as loss.
 func (a *Auditor) applyCloses(ctx context.Context, origin string, closes []wire.StreamClose) error {

@@ -237,6 +237,54 @@ func TestAuditor(t *testing.T) {
 		}
 	})
 
+	// Invariant 14 (an audit that could not compare everything says what it left, and never
+	// reports all-clear over a mismatching digest): damage beyond one audit's page budget is
+	// found by the next audits, each resuming where the last stopped, and every audit before it
+	// names the type as unresolved with where it resumes. Before the cursor, every audit walked
+	// the same first pages and reported 0 divergent buckets forever.
+	t.Run("ResumesTheDrillDownWhereTheLastAuditStopped", func(t *testing.T) {
+		t.Parallel()
+		a, b := setup(t)
+		a.Limits = audit.Limits{MaxPages: 1, MaxDigests: 2} // two streams per audit
+		for _, stream := range []string{"s1", "s2", "s3", "s4", "s5", "s6"} {
+			appendStamped(t, b.origin, ownEvent("acme", stream, 1, eventTypes[0]), ownEvent("acme", stream, 2, eventTypes[0]))
+		}
+		lane := ownLane(t, b.origin)
+		var held []store.EventCopy
+		for _, e := range lane {
+			if e.StreamID != "s5" || e.StreamVersion != 2 { // the one loss, past the first four streams
+				held = append(held, e)
+			}
+		}
+		ingest(t, b.pool, held)
+		b.serve(t)
+
+		for round, want := range []string{`resume after "s2"`, `resume after "s4"`} {
+			findings, err := a.Run(ctx, audit.Scope{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			f := findings[0]
+			if len(f.Divergent) != 0 || f.Requests != 0 || f.Sealed || len(f.Unresolved) != 1 ||
+				fmt.Sprintf("%s resume after %q", f.Unresolved[0].Type, f.Unresolved[0].ResumeAfter) != eventTypes[0]+" "+want {
+				t.Fatalf("audit %d: %+v; want nothing divergent on its pages, %s unresolved, %s", round+1, f, eventTypes[0], want)
+			}
+			var report strings.Builder
+			audit.WriteFindings(&report, findings, config.AutoRepairCapped)
+			if !strings.Contains(report.String(), "UNRESOLVED: 1 event types still differ") {
+				t.Fatalf("audit %d reads as all-clear over a mismatching digest:\n%s", round+1, report.String())
+			}
+		}
+		findings, err := a.Run(ctx, audit.Scope{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		f := findings[0]
+		if len(f.Divergent) != 1 || f.Divergent[0].Stream != "s5" || f.Divergent[0].Reason != "deficit" || f.Requests != 1 {
+			t.Fatalf("the third audit: %+v; want the deficit of s5 found and requested", f)
+		}
+	})
+
 	// Invariant 14: an origin that does not answer fails the audit loudly after the answer
 	// timeout; nothing is compared, nothing sealed.
 	t.Run("FailsWhenTheOriginDoesNotAnswer", func(t *testing.T) {

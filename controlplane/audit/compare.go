@@ -61,8 +61,9 @@ func drillOrder(mismatched []string, cursors map[string]store.AuditCursor, limit
 }
 
 // drillDown walks stream-level pages of types, each type resuming after the stream where its
-// last drill-down stopped (audit_cursors; types at one cursor walk together), within one page
-// budget for the audit, and records where each stopped.
+// last drill-down stopped (audit_cursors; types at one cursor walk together) and going around
+// to it from the first stream, within one page budget for the audit, and records where each
+// stopped ("" when it came full circle).
 func (a *Auditor) drillDown(ctx context.Context, origin, control string, from, to int64, types []string, cursors map[string]store.AuditCursor, total int64) (drill, error) {
 	d := drill{walked: map[string]bool{}, left: map[string]string{}}
 	groups := map[string][]string{}
@@ -75,11 +76,14 @@ func (a *Auditor) drillDown(ctx context.Context, origin, control string, from, t
 		groups[after] = append(groups[after], t)
 	}
 	a.Metrics.DrillDown(origin)
-	var done int64
+	var covered int64 // events of the drilled types on the pages compared (progress)
 	pages := 0
 	for _, start := range starts {
-		group, after, walked := groups[start], start, false
-		for pages < a.Limits.MaxPages {
+		group := groups[start]
+		// From the cursor to the last stream, then around from the first stream back to the
+		// cursor: a resumed drill-down still compares the whole lane when its budget allows.
+		after, aroundFromStart, done, walked := start, start == "", false, false
+		for !done && pages < a.Limits.MaxPages {
 			answers, err := a.ask(ctx, origin, control, wire.ManifestRequest{Level: wire.LevelStreams, From: from, To: to,
 				Types: group, AfterStream: after, MaxDigests: a.Limits.MaxDigests})
 			if err != nil {
@@ -90,9 +94,9 @@ func (a *Auditor) drillDown(ctx context.Context, origin, control string, from, t
 			for _, ans := range answers {
 				digests = append(digests, ans.Digests...)
 			}
-			done += eventsOf(digests, group)
+			covered += eventsOf(digests, group)
 			if a.OnProgress != nil {
-				a.OnProgress(Progress{Origin: origin, Done: done, Total: total, Pages: pages})
+				a.OnProgress(Progress{Origin: origin, Done: covered, Total: total, Pages: pages})
 			}
 			resume := answers[len(answers)-1].ResumeAfter
 			buckets, decisions, err := a.compareStreams(ctx, origin, from, to, group, digests, after, resume)
@@ -101,8 +105,13 @@ func (a *Auditor) drillDown(ctx context.Context, origin, control string, from, t
 			}
 			d.buckets = append(d.buckets, buckets...)
 			d.decisions = append(d.decisions, decisions...)
-			if after = resume; after == "" {
-				break
+			switch {
+			case resume == "" && aroundFromStart, aroundFromStart && start != "" && resume >= start:
+				done, after = true, ""
+			case resume == "":
+				aroundFromStart, after = true, ""
+			default:
+				after = resume
 			}
 		}
 		if walked {
@@ -112,7 +121,7 @@ func (a *Auditor) drillDown(ctx context.Context, origin, control string, from, t
 		}
 		for _, t := range group {
 			d.walked[t] = walked
-			if !walked || after != "" {
+			if !done {
 				d.left[t] = after
 			}
 		}

@@ -190,9 +190,14 @@ func TestNode(t *testing.T) {
 		if _, err := b.nats.JS.PublishMsg(ctx, wire.EventMessage(live)); err != nil {
 			t.Fatal(err)
 		}
+		// The bundle answers a request the node's service sent (invariant 12).
+		requestID, err := redelivery.Request(ctx, b.pool, n.JS, "billing", "orders", wire.RedeliveryRequest{Tenants: []string{"acme"}, Types: []string{placed}})
+		if err != nil {
+			t.Fatal(err)
+		}
 		repaired := uuid.New()
 		payload := []byte(`{"repaired":2}`)
-		bundle, err := wire.NewEnvelope(wire.KindRedeliveryBundle, "orders", "billing", wire.Bundle{RequestID: "r", Origin: "orders",
+		bundle, err := wire.NewEnvelope(wire.KindRedeliveryBundle, "orders", "billing", wire.Bundle{RequestID: requestID, Origin: "orders",
 			StreamID: "s", Events: []wire.BundleEvent{{ID: repaired, OriginSeq: 2, TypeSeq: 2, Tenant: "acme", Type: placed, Version: 2,
 				Len: len(payload), OccurredAt: time.Now()}}})
 		if err != nil {

@@ -31,6 +31,7 @@ func TestReceiver(t *testing.T) {
 		nats    *natstest.Server
 		control *wire.Control       // billing's control endpoint
 		orders  jetstream.JetStream // the origin's connection, sending bundles and summaries
+		billing jetstream.JetStream // the receiver's connection, asking
 	}
 
 	setup := func(t *testing.T) (*redelivery.Receiver, *testBundle) {
@@ -40,13 +41,24 @@ func TestReceiver(t *testing.T) {
 		_, js := srv.Connect(t, "billing")
 		_, orders := srv.Connect(t, "orders")
 		return &redelivery.Receiver{Pool: pool, Service: "billing", Logger: testrun.Logger(t)},
-			&testBundle{pool: pool, nats: srv, control: natstest.Control(t, js, "billing"), orders: orders}
+			&testBundle{pool: pool, nats: srv, control: natstest.Control(t, js, "billing"), orders: orders, billing: js}
 	}
 
 	start := func(t *testing.T, r *redelivery.Receiver, b *testBundle) {
 		t.Helper()
 		r.Register(b.control)
 		testrun.Go(t, "control endpoint", b.control.Run)
+	}
+
+	// ask sends a redelivery request from billing to orders and returns its id: the bundles a
+	// test sends answer a request billing really sent (invariant 12).
+	ask := func(t *testing.T, b *testBundle) string {
+		t.Helper()
+		id, err := redelivery.Request(ctx, b.pool, b.billing, "billing", "orders", wire.RedeliveryRequest{Tenants: []string{"acme"}, Types: eventTypes[:1]})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return id
 	}
 
 	// send publishes a control message of kind from sender to billing, as sender's control plane would.
@@ -68,8 +80,8 @@ func TestReceiver(t *testing.T) {
 		t.Parallel()
 		r, b := setup(t)
 		live, backfill := ordersCopies("s", 1, 3), ordersCopies("t", 4, 2)
-		liveBundle, liveBytes := bundleOf("r1", false, live)
-		backfillBundle, backfillBytes := bundleOf("r2", true, backfill)
+		liveBundle, liveBytes := bundleOf(ask(t, b), false, live)
+		backfillBundle, backfillBytes := bundleOf(ask(t, b), true, backfill)
 		send(t, b, wire.KindRedeliveryBundle, "orders", liveBundle, liveBytes)
 		send(t, b, wire.KindRedeliveryBundle, "orders", backfillBundle, backfillBytes)
 		start(t, r, b)
@@ -100,10 +112,11 @@ func TestReceiver(t *testing.T) {
 		t.Parallel()
 		r, b := setup(t)
 		first, second := ordersCopies("a", 1, 2), ordersCopies("c", 5, 2)
-		bad, badBytes := bundleOf("r", false, ordersCopies("b", 3, 2))
+		id := ask(t, b)
+		bad, badBytes := bundleOf(id, false, ordersCopies("b", 3, 2))
 		bad.Events[1].Len += 5 // the events claim 5 bytes the attachment does not hold
-		firstBundle, firstBytes := bundleOf("r", false, first)
-		secondBundle, secondBytes := bundleOf("r", false, second)
+		firstBundle, firstBytes := bundleOf(id, false, first)
+		secondBundle, secondBytes := bundleOf(id, false, second)
 		send(t, b, wire.KindRedeliveryBundle, "orders", firstBundle, firstBytes)
 		send(t, b, wire.KindRedeliveryBundle, "orders", bad, badBytes)
 		send(t, b, wire.KindRedeliveryBundle, "orders", secondBundle, secondBytes)
@@ -133,7 +146,7 @@ func TestReceiver(t *testing.T) {
 		for i := range forged {
 			forged[i].Origin = "payments"
 		}
-		bundle, bytes := bundleOf("r", false, forged)
+		bundle, bytes := bundleOf(ask(t, b), false, forged)
 		send(t, b, wire.KindRedeliveryBundle, "orders", bundle, bytes)
 		start(t, r, b)
 		testrun.WaitFor(t, "the bundle handled", func() bool { return b.control.Finished() == 1 })
@@ -149,7 +162,7 @@ func TestReceiver(t *testing.T) {
 	t.Run("ARedeliveredBundleAddsNothing", func(t *testing.T) {
 		t.Parallel()
 		r, b := setup(t)
-		bundle, bytes := bundleOf("r", false, ordersCopies("s", 1, 3))
+		bundle, bytes := bundleOf(ask(t, b), false, ordersCopies("s", 1, 3))
 		start(t, r, b)
 		send(t, b, wire.KindRedeliveryBundle, "orders", bundle, bytes)
 		testrun.WaitFor(t, "the first bundle handled", func() bool { return b.control.Finished() == 1 })
@@ -175,31 +188,31 @@ func TestReceiver(t *testing.T) {
 	})
 
 	// Invariant 6: a hole clears only by its arrival or by a recorded acceptance. When the origin's
-	// summary says a suspected type_seq cannot be re-delivered, the receiver records it as an
-	// accepted loss and the lane's floor passes it; the zero-valued receiver only reports it.
+	// summary of billing's request for a confirmed hole says it cannot be re-delivered, the
+	// receiver records it as an accepted loss and the lane's floor passes it; the zero-valued
+	// receiver only reports it.
 	t.Run("RecordsWhatTheOriginCannotServeAsAnAcceptedLoss", func(t *testing.T) {
 		t.Parallel()
 		for _, accept := range []bool{false, true} {
 			t.Run(fmt.Sprintf("AcceptUnservable=%v", accept), func(t *testing.T) {
 				t.Parallel()
 				r, b := setup(t)
-				laneWithHole(t, b.pool)
+				requestID := laneWithRequestedHole(t, b.pool, b.nats)
 				summaries := make(chan wire.RedeliverySummary, 1)
 				r.AcceptUnservable = accept
 				r.OnSummary = func(s wire.RedeliverySummary) { summaries <- s }
 				start(t, r, b)
-				send(t, b, wire.KindRedeliverySummary, "orders", wire.RedeliverySummary{RequestID: "r", Origin: "orders",
+				send(t, b, wire.KindRedeliverySummary, "orders", wire.RedeliverySummary{RequestID: requestID, Origin: "orders",
 					Unservable: []wire.Unservable{{Tenant: "acme", Type: eventTypes[0], Reason: "absent", TypeSeqs: [][2]int64{{3, 4}}}}}, nil)
-				if s := testrun.Receive(t, "the summary", summaries); s.RequestID != "r" || len(s.Unservable) != 1 {
+				if s := testrun.Receive(t, "the summary", summaries); s.RequestID != requestID || len(s.Unservable) != 1 {
 					t.Fatalf("summary observed as %+v", s)
 				}
-				floor, suspected, accepted := laneState(t, b.pool)
-				want := "2 {[3,4)} {}"
+				want := "floor 2, holes {[3,4)}, accepted losses {}"
 				if accept {
-					want = "5 {} {[3,4)}"
+					want = "floor 5, holes {}, accepted losses {[3,4)}"
 				}
-				if got := fmt.Sprint(floor, " ", suspected, " ", accepted); got != want {
-					t.Fatalf("lane floor, suspected, accepted losses = %s; want %s", got, want)
+				if got := laneState(t, b.pool); got != want {
+					t.Fatalf("lane: %s; want %s", got, want)
 				}
 			})
 		}
@@ -339,9 +352,10 @@ func bundleOf(requestID string, stateOnly bool, copies []store.EventCopy) (wire.
 	return b, attachment
 }
 
-// laneWithHole gives billing a lane of orders' eventTypes[0] for tenant acme whose type_seq 3 is
-// suspected missing: copies 1, 2, 4 and 5 stored and one checkpoint announcing 1..5.
-func laneWithHole(t *testing.T, pool *pgxpool.Pool) {
+// laneWithRequestedHole gives billing a lane of orders' eventTypes[0] for tenant acme whose
+// type_seq 3 is missing (copies 1, 2, 4 and 5 stored), confirmed by two checkpoints and requested
+// from orders as billing's checkpoint verifier does; it returns the request's id.
+func laneWithRequestedHole(t *testing.T, pool *pgxpool.Pool, srv *natstest.Server) string {
 	t.Helper()
 	ctx := context.Background()
 	if err := store.SubscriptionsAdd(ctx, pool, eventTypes[:1]); err != nil {
@@ -351,19 +365,34 @@ func laneWithHole(t *testing.T, pool *pgxpool.Pool) {
 	if _, err := store.EventsIngest(ctx, pool, append(copies[:2:2], copies[3:]...)); err != nil {
 		t.Fatal(err)
 	}
-	checkpointtest.Verify(t, pool, "billing", checkpointtest.Announcing("orders", eventTypes[0], 1, 6, "acme", 1, 5))
-	if floor, suspected, _ := laneState(t, pool); floor != 2 || suspected != "{[3,4)}" {
-		t.Fatalf("premise: lane floor %d, suspected %s; want 2 and {[3,4)}", floor, suspected)
-	}
-}
-
-func laneState(t *testing.T, pool *pgxpool.Pool) (floor int64, suspected, acceptedLosses string) {
-	t.Helper()
-	if err := pool.QueryRow(context.Background(), `
-		select floor, suspected::text, accepted_losses::text from streamseal.lanes
-		where origin = 'orders' and tenant = 'acme' and event_type = $1`, eventTypes[0]).Scan(&floor, &suspected, &acceptedLosses); err != nil {
+	requests := srv.Record(t, wire.ControlStream, wire.ControlSubject("orders"))
+	_, js := srv.Connect(t, "billing")
+	checkpointtest.VerifyAndRequest(t, pool, js, "billing", checkpointtest.Announcing("orders", eventTypes[0], 1, 6, "acme", 1, 5))
+	checkpointtest.VerifyAndRequest(t, pool, js, "billing", checkpointtest.Heartbeat("orders", eventTypes[0], "acme", 6, 6))
+	envs, _ := natstest.Envelopes(t, requests.AwaitCount(t, "billing's request for the hole", 1))
+	var req wire.RedeliveryRequest
+	if err := json.Unmarshal(envs[0].Body, &req); err != nil {
 		t.Fatal(err)
 	}
-	return floor, suspected, acceptedLosses
+	if fmt.Sprint(req.TypeSeqRanges) != "[[3 4]]" {
+		t.Fatalf("premise: billing requested %v, want [[3 4]]", req.TypeSeqRanges)
+	}
+	if got := laneState(t, pool); got != "floor 2, holes {[3,4)}, accepted losses {}" {
+		t.Fatalf("premise: lane %s", got)
+	}
+	return req.RequestID
+}
 
+// laneState renders the lane of laneWithRequestedHole: its floor, its holes (suspected and
+// confirmed) and its accepted losses.
+func laneState(t *testing.T, pool *pgxpool.Pool) string {
+	t.Helper()
+	var floor int64
+	var holes, accepted string
+	if err := pool.QueryRow(context.Background(), `
+		select floor, (suspected + confirmed)::text, accepted_losses::text from streamseal.lanes
+		where origin = 'orders' and tenant = 'acme' and event_type = $1`, eventTypes[0]).Scan(&floor, &holes, &accepted); err != nil {
+		t.Fatal(err)
+	}
+	return fmt.Sprintf("floor %d, holes %s, accepted losses %s", floor, holes, accepted)
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/streamseal/streamseal/controlplane/store"
 	"github.com/streamseal/streamseal/internal/checkpointtest"
 	"github.com/streamseal/streamseal/internal/dbtest"
+	"github.com/streamseal/streamseal/internal/natstest"
 	"github.com/streamseal/streamseal/internal/testrun"
 )
 
@@ -63,11 +64,13 @@ func TestStatus(t *testing.T) {
 	}
 
 	// Invariant 6 (no leapfrog), as an operator reads it: a lane's floor stops below its hole; the
-	// hole is shown suspected after one checkpoint, confirmed (and, here report-only, marked as
-	// requested) after the next; it clears only when the event itself arrives.
+	// hole is shown suspected after one checkpoint, confirmed and requested after the next (the
+	// verifier asks the origin, over an embedded NATS server); it clears only when the event
+	// itself arrives.
 	t.Run("ReportsALanesHoleFromSuspectedToConfirmedToHealed", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t)
+		_, js := natstest.Start(t).Connect(t, "billing")
 		ingest(t, b.pool, copyOf("acme", 1), copyOf("acme", 2), copyOf("acme", 4), copyOf("acme", 5), copyOf("globex", 1))
 		checkpointtest.Verify(t, b.pool, "billing", checkpointtest.Announcing("orders", placed, 1, 7, "acme", 1, 5))
 		checkpointtest.Verify(t, b.pool, "billing", checkpointtest.Announcing("orders", placed, 1, 7, "globex", 1, 1))
@@ -80,7 +83,7 @@ func TestStatus(t *testing.T) {
 			t.Fatalf("after one checkpoint the lanes are %q, want %q", got, want)
 		}
 
-		checkpointtest.Verify(t, b.pool, "billing", checkpointtest.Heartbeat("orders", placed, "acme", 7, 7))
+		checkpointtest.VerifyAndRequest(t, b.pool, js, "billing", checkpointtest.Heartbeat("orders", placed, "acme", 7, 7))
 		origins = read(t, b)
 		if got, want := lanes(origins[0]), "acme order.placed 2 {} {[3,4)} {[3,4)} {}; globex order.placed 1 {} {} {} {}"; got != want || origins[0].ConfirmedGaps != 1 {
 			t.Fatalf("after the second checkpoint the lanes are %q (%d with confirmed gaps), want %q and 1", got, origins[0].ConfirmedGaps, want)

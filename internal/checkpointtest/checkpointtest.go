@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/streamseal/streamseal/controlplane/checkpoint"
 	"github.com/streamseal/streamseal/controlplane/config"
@@ -20,12 +21,26 @@ import (
 	"github.com/streamseal/streamseal/internal/testrun"
 )
 
-// Verify has service's database verify cp as its checkpoint verifier would (report-only).
+// Verify has service's database verify cp as its checkpoint verifier would, in report-only
+// mode: a confirmed hole is recorded as the request it would send, and nothing is sent.
 func Verify(t testing.TB, pool *pgxpool.Pool, service string, cp wire.Checkpoint) {
 	t.Helper()
+	verify(t, pool, nil, service, config.ReportOnly, cp)
+}
+
+// VerifyAndRequest is Verify in the default auto-repair mode: a confirmed hole is requested from
+// the origin over js, at the control address the checkpoint announced, as the running verifier
+// does (the request is also recorded in gap_reports).
+func VerifyAndRequest(t testing.TB, pool *pgxpool.Pool, js jetstream.JetStream, service string, cp wire.Checkpoint) {
+	t.Helper()
+	verify(t, pool, js, service, config.AutoRepairCapped, cp)
+}
+
+func verify(t testing.TB, pool *pgxpool.Pool, js jetstream.JetStream, service, mode string, cp wire.Checkpoint) {
+	t.Helper()
 	settings := config.Defaults()
-	settings.RepairMode = config.ReportOnly
-	v := &checkpoint.Verifier{Pool: pool, Service: service, Config: settings, Logger: testrun.Logger(t)}
+	settings.RepairMode = mode
+	v := &checkpoint.Verifier{Pool: pool, JS: js, Service: service, Config: settings, Logger: testrun.Logger(t)}
 	if err := v.Handle(context.Background(), cp); err != nil {
 		t.Fatalf("verify checkpoint of %s/%s [%d, %d): %v", cp.Origin, cp.Type, cp.From, cp.To, err)
 	}
