@@ -2,7 +2,7 @@
 GO ?= go
 SQL_SUITES = $(shell find tests/sqltests -name '*.test.sql' | sort)
 
-.PHONY: test vet gotest fuzz sqltest demo bench build
+.PHONY: test vet gotest fuzz sqltest demo bench build chaos
 
 test: vet gotest fuzz sqltest
 
@@ -12,6 +12,13 @@ vet:
 # -race everywhere: the stamper, the test harness and later the wire are concurrent.
 gotest:
 	$(GO) test -race -count=1 ./...
+
+# The fault suite at full size (internal/chaos): real processes (streamseal run built with
+# -tags chaos, an external nats-server built from the module proxy, a PostgreSQL cluster per
+# service) under kill -9, broker and database crashes, deleted copies, duplicate and reordered
+# deliveries; ends with the figures table. gotest runs its short form (cases a, b, c, h, smaller).
+chaos:
+	$(GO) test -count=1 -timeout 60m -v -run '^TestFaultSuite$$' ./internal/chaos/ -args -chaos.long
 
 # A short fuzzing budget for the wire's envelope decoder on every run.
 fuzz:

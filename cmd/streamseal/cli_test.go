@@ -144,6 +144,10 @@ func TestUsageErrorsNameTheFlag(t *testing.T) {
 		{name: "UnknownFlag", args: []string{"status", "--nope"}, lines: []string{
 			"streamseal status: flag provided but not defined: -nope",
 		}},
+		// The fault suite's flags exist only in a build tagged chaos (fault_chaos.go).
+		{name: "FaultInjectionIsNotInTheProductBuild", args: []string{"run", "--database-url", "postgres://unused", "--fault-drop-first-delivery", "0.3"}, lines: []string{
+			"streamseal run: flag provided but not defined: -fault-drop-first-delivery",
+		}},
 		{name: "UnexpectedArgument", args: []string{"status", "--database-url", "postgres://unused", "extra"}, lines: []string{
 			`streamseal status: unexpected argument "extra"`,
 		}},

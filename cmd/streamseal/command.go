@@ -43,6 +43,13 @@ type commandOpts interface {
 	Validate() error
 }
 
+// extraFlagsOpts are options that add flags the option table does not define: run's
+// fault-injection flags, which exist only in a build tagged chaos (fault_chaos.go).
+type extraFlagsOpts interface {
+	commandOpts
+	registerExtraFlags(fs *flag.FlagSet)
+}
+
 // positionalOpts are options that take positional arguments (bench's benchmark name); any other
 // command refuses them.
 type positionalOpts interface {
@@ -127,6 +134,9 @@ func execute[O commandOpts](ctx context.Context, inv invocation, cmd command[O],
 	o := opts.options()
 	*o = config.DefaultOptions()
 	envErr := o.RegisterFlags(fs, inv.name)
+	if x, ok := any(opts).(extraFlagsOpts); ok {
+		x.registerExtraFlags(fs)
+	}
 
 	positional, err := parse(fs, inv.args)
 	if errors.Is(err, flag.ErrHelp) {

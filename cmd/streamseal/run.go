@@ -3,19 +3,37 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"net/http"
 	"time"
 
 	"github.com/streamseal/streamseal/controlplane/config"
+	"github.com/streamseal/streamseal/controlplane/inbox"
 	"github.com/streamseal/streamseal/controlplane/node"
 	"github.com/streamseal/streamseal/controlplane/store"
 	"github.com/streamseal/streamseal/controlplane/wire"
 )
 
 // runOpts are run's options: the service, its database and NATS, what it consumes and grants,
-// its metrics address, and the control plane's settings.
-type runOpts struct{ config.Options }
+// its metrics address, and the control plane's settings; in a build tagged chaos, the faults to
+// inject too.
+type runOpts struct {
+	config.Options
+	faults func() inbox.Suppress // set by runFaults' flags; nil in the product build
+}
+
+// runFaults is nil in the product build, so run has no fault flag and refuses one as unknown. A
+// build tagged chaos (fault_chaos.go, for the fault suite in internal/chaos) sets it: it adds
+// run's fault-injection flags to fs and returns what selects the inbox Suppress hook they ask for
+// (nil: no fault).
+var runFaults func(fs *flag.FlagSet) func() inbox.Suppress
+
+func (o *runOpts) registerExtraFlags(fs *flag.FlagSet) {
+	if runFaults != nil {
+		o.faults = runFaults(fs)
+	}
+}
 
 func (o *runOpts) options() *config.Options { return &o.Options }
 
@@ -59,7 +77,13 @@ func (c *runCmd) Run(ctx context.Context, o *runOpts) error {
 	if err := c.connectNATS(url, c.Service); err != nil {
 		return err
 	}
-	n, err := node.New(node.Config{Service: c.Service, Pool: c.Pool, NC: c.NC, Settings: o.Config})
+	var suppress inbox.Suppress
+	if o.faults != nil {
+		if suppress = o.faults(); suppress != nil {
+			c.Logger.Warn("streamseal run: FAULT INJECTION at the inbox's receive seam (a chaos build)")
+		}
+	}
+	n, err := node.New(node.Config{Service: c.Service, Pool: c.Pool, NC: c.NC, Settings: o.Config, Suppress: suppress})
 	if err != nil {
 		return err
 	}

@@ -83,6 +83,19 @@ func (c *Cluster) Stop() error {
 	return err
 }
 
+// RestartImmediate stops the server with an immediate shutdown (no checkpoint, clients cut off:
+// what a crash looks like to them) and starts it again on the same data and socket; the server
+// recovers from its WAL. The fault suite (internal/chaos) uses it.
+func (c *Cluster) RestartImmediate(ctx context.Context) error {
+	if err := c.run(ctx, "pg_ctl", "stop", "-D", c.dataDir(), "-m", "immediate", "-w"); err != nil {
+		return err
+	}
+	return c.start(ctx)
+}
+
+// LogPath is the server's log file (gone after Stop: copy it first to keep it).
+func (c *Cluster) LogPath() string { return filepath.Join(c.dir, "postgres.log") }
+
 func (c *Cluster) dataDir() string { return filepath.Join(c.dir, "data") }
 
 func (c *Cluster) superuser() string {

@@ -1,0 +1,495 @@
+// cases.go: the fault cases. Each starts its own world, injects its fault from outside, and
+// returns its figures; it fails (returns an error) when the copy does not converge, when a
+// duplicate appears, or when one range is asked for more often than the repair budget allows.
+
+package chaos
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/streamseal/streamseal/controlplane/config"
+	"github.com/streamseal/streamseal/controlplane/store"
+	"github.com/streamseal/streamseal/controlplane/wire"
+)
+
+// Size scales a case: the short form (make test) or the long one (make chaos).
+type Size struct {
+	Long bool
+}
+
+func (s Size) pick(short, long int) int {
+	if s.Long {
+		return long
+	}
+	return short
+}
+
+// Figures are what a case prints.
+type Figures struct {
+	Case       string
+	Events     int64   // appended to the origin
+	Damage     int     // deliveries dropped at the receive seam, or copies deleted
+	Converged  bool    // event ids, identity and payload bytes, digests equal
+	Seconds    float64 // from the end of the fault to convergence
+	Lost       int     // still missing at the end
+	Duplicated int     // extra or mismatching copies at the end
+	Requests   Requests
+	Audits     int    // audits run (case c)
+	Exits      int    // run processes that exited on their own (restarted by the supervisor)
+	Note       string // what the fault caught in flight
+}
+
+// Case is one fault case.
+type Case struct {
+	Name  string
+	Short bool // in the short form too
+	Run   func(ctx context.Context, w *World, size Size, f *Figures) error
+}
+
+// Cases are the suite, in order.
+var Cases = []Case{
+	{Name: "a-origin-killed-with-accepted-requests", Short: true, Run: originKilledWithAcceptedRequests},
+	{Name: "b-truncated-answers", Short: true, Run: truncatedAnswers},
+	{Name: "c-scattered-damage-below-floors", Short: true, Run: scatteredDamage},
+	{Name: "d-origin-killed-mid-build", Run: originKilledMidBuild},
+	{Name: "e-consumer-killed-mid-repair", Run: consumerKilledMidRepair},
+	{Name: "f-nats-killed-under-load", Run: natsKilledUnderLoad},
+	{Name: "g-postgres-immediate-restarts", Run: postgresRestarts},
+	{Name: "h-duplicate-and-reordered-deliveries", Short: true, Run: duplicatesAndReorder},
+}
+
+// The services of every case, and the settings that make a case converge in seconds.
+const (
+	originName   = "orders"
+	consumerName = "billing"
+)
+
+var (
+	types   = []string{"order.placed", "order.paid", "order.shipped", "order.closed"}
+	tenants = []string{"acme", "globex"}
+	// fast are run's settings for every service: short intervals, a 1 s repair backoff base, the
+	// periodic audit out of the way (case c runs `streamseal audit` itself).
+	fast = []string{"--checkpoint-interval", "200ms", "--maintenance-interval", "1s", "--repair-retry-after", "1s",
+		"--settle-window", "1s", "--audit-interval", "720h"}
+)
+
+// MaxRequestsPerRange bounds how often one selection may be asked for in a case: the repair
+// budget. More is a storm.
+const MaxRequestsPerRange = config.MaxRepairAttemptsPerBucketDefault
+
+// pair starts the origin and the consumer (dropping the first delivery of drop of the events).
+func pair(ctx context.Context, w *World, drop float64, originArgs ...string) (origin, consumer *Service, err error) {
+	origin, err = w.StartService(ctx, ServiceSpec{Name: originName, Grants: map[string][]string{consumerName: types},
+		Args: append(append([]string{}, fast...), originArgs...)})
+	if err != nil {
+		return nil, nil, err
+	}
+	args := append([]string{}, fast...)
+	if drop > 0 {
+		args = append(args, "--fault-drop-first-delivery", fmt.Sprint(drop))
+	}
+	consumer, err = w.StartService(ctx, ServiceSpec{Name: consumerName, Consumes: types, Args: args})
+	return origin, consumer, err
+}
+
+func workload(streams int) *Workload {
+	return &Workload{Streams: streams, Types: types, Tenants: tenants}
+}
+
+// finish waits for convergence (timed from since) and fills the figures; it fails on a copy that
+// does not converge, a duplicate, or a storm.
+func finish(ctx context.Context, w *World, origin, consumer *Service, wl *Workload, since time.Time, f *Figures) error {
+	c, took, err := WaitConverged(ctx, origin, consumer, types, since)
+	f.Events = wl.Appended()
+	f.Converged, f.Seconds = err == nil, took.Seconds()
+	f.Lost, f.Duplicated = c.Lost, c.Extra+c.Mismatched
+	if r, rerr := RequestsSent(ctx, consumer, origin.Name); rerr == nil {
+		f.Requests = r
+	}
+	for _, s := range []*Service{origin, consumer} {
+		f.Exits += s.Run.Exits()
+	}
+	switch {
+	case err != nil:
+		return err
+	case f.Duplicated > 0:
+		return fmt.Errorf("duplicated copies: %s", c)
+	case f.Requests.MaxPerRange > MaxRequestsPerRange:
+		return fmt.Errorf("request storm: one range was asked %d times (budget %d)", f.Requests.MaxPerRange, MaxRequestsPerRange)
+	}
+	return nil
+}
+
+func dropped(ctx context.Context, origin *Service, share float64) int {
+	ids, err := OriginIDs(ctx, origin, types)
+	if err != nil {
+		return -1
+	}
+	return DroppedShare(ids, share)
+}
+
+func count(ctx context.Context, s *Service, sql string, args ...any) (int, error) {
+	var n int
+	err := s.Pool.QueryRow(ctx, sql, args...).Scan(&n)
+	return n, err
+}
+
+// a. The origin dies (kill -9) while repair requests it accepted wait unserved; after its
+// restart the copy converges without an operator.
+func originKilledWithAcceptedRequests(ctx context.Context, w *World, size Size, f *Figures) error {
+	const drop = 0.3
+	origin, consumer, err := pair(ctx, w, drop)
+	if err != nil {
+		return err
+	}
+	wl := workload(size.pick(400, 2000))
+	if err := wl.AppendAll(ctx, origin, size.pick(4000, 20000), 1000); err != nil {
+		return err
+	}
+	if err := Until(ctx, "two accepted repair requests waiting on the origin", func() (bool, error) {
+		n, err := count(ctx, origin, "select count(*) from streamseal.redelivery_queue")
+		return n >= 2, err
+	}); err != nil {
+		return err
+	}
+	origin.Run.Kill9()
+	queued, err := count(ctx, origin, "select count(*) from streamseal.redelivery_queue")
+	if err != nil {
+		return err
+	}
+	if queued == 0 {
+		return fmt.Errorf("the witness saw accepted requests waiting but none was left at the kill: the case proved nothing, run it again")
+	}
+	f.Note = fmt.Sprintf("%d accepted requests unserved at kill", queued)
+	f.Damage = dropped(ctx, origin, drop)
+	time.Sleep(time.Second) // the origin stays down a second
+	if err := origin.Run.Start(); err != nil {
+		return err
+	}
+	if err := finish(ctx, w, origin, consumer, wl, time.Now(), f); err != nil {
+		return err
+	}
+	left, err := count(ctx, origin, "select count(*) from streamseal.redelivery_queue")
+	if err == nil && left > 0 {
+		return fmt.Errorf("converged but %d accepted requests still wait on the origin", left)
+	}
+	return err
+}
+
+// b. Answers truncated by a small per-request cap, with thousands of events to repair: each
+// truncated answer is followed by a request for the rest, and the copy converges. The origin's
+// checkpoints come every 2 s here, so one window holds every append and each lane's request asks
+// for far more than the cap.
+func truncatedAnswers(ctx context.Context, w *World, size Size, f *Figures) error {
+	const drop = 0.3
+	origin, consumer, err := pair(ctx, w, drop, "--max-events-per-request", "100", "--checkpoint-interval", "2s")
+	if err != nil {
+		return err
+	}
+	wl := workload(size.pick(300, 2000))
+	start := time.Now()
+	if err := wl.AppendAll(ctx, origin, size.pick(5000, 20000), 20000); err != nil {
+		return err
+	}
+	f.Damage = dropped(ctx, origin, drop)
+	if err := finish(ctx, w, origin, consumer, wl, start, f); err != nil {
+		return err
+	}
+	if f.Requests.BySource[store.SourceFollowUp] == 0 {
+		return fmt.Errorf("converged without a single follow-up request: the answers were not truncated, the case proved nothing")
+	}
+	f.Note = fmt.Sprintf("%d follow-ups of truncated answers", f.Requests.BySource[store.SourceFollowUp])
+	return nil
+}
+
+// auditEmpty is an audit's all-clear line for an origin: no divergent bucket.
+var auditEmpty = regexp.MustCompile(`(?m)^audit \S+: window \[\d+, \d+\): 0 divergent buckets`)
+
+// c. Copies deleted directly in the consumer's database, scattered over many streams and below
+// every lane floor (only the audit sees them): `streamseal audit` run again and again converges
+// within a bounded number of audits, and every audit before convergence says UNRESOLVED (never
+// all-clear while digests differ).
+func scatteredDamage(ctx context.Context, w *World, size Size, f *Figures) error {
+	streams := size.pick(3000, 50000)
+	digestsPerManifest := size.pick(100, config.MaxDigestsPerManifestDefault)
+	origin, consumer, err := pair(ctx, w, 0)
+	if err != nil {
+		return err
+	}
+	wl := workload(streams)
+	if err := wl.AppendAll(ctx, origin, streams, 5000); err != nil {
+		return err
+	}
+	if _, _, err := WaitConverged(ctx, origin, consumer, types, time.Now()); err != nil {
+		return fmt.Errorf("before the damage: %w", err)
+	}
+	// Delete copies below every lane floor: none of the newest 5% of each type.
+	deleted, err := count(ctx, consumer, `
+		with below as (
+		    select event_id from streamseal.events e
+		    where origin = $1 and type_seq < (select 0.95 * max(type_seq) from streamseal.events m
+		                                      where m.origin = e.origin and m.tenant = e.tenant and m.event_type = e.event_type)
+		    order by md5(event_id::text) limit $2),
+		gone as (delete from streamseal.events where event_id in (select event_id from below) returning 1)
+		select count(*) from gone`, origin.Name, size.pick(60, 500))
+	if err != nil {
+		return err
+	}
+	f.Damage = deleted
+	start := time.Now()
+	// One audit pages 10 x digestsPerManifest streams of an origin; the damage is everywhere.
+	bound := (streams+10*digestsPerManifest-1)/(10*digestsPerManifest) + 4
+	args := []string{"audit", "--database-url", consumer.URL, "--nats-url", w.NATSURL(), "--full", "--settle-window", "0s",
+		"--max-digests-per-manifest", fmt.Sprint(digestsPerManifest)}
+	var summary []string
+	for {
+		c, err := Compare(ctx, origin, consumer, types)
+		if err != nil {
+			return err
+		}
+		if c.Converged() {
+			break
+		}
+		if f.Audits >= bound {
+			f.Note = strings.Join(summary, " ")
+			return fmt.Errorf("not converged after %d audits (bound %d): %s", f.Audits, bound, c)
+		}
+		f.Audits++
+		out, err := consumer.Exec(ctx, args...)
+		_ = os.WriteFile(filepath.Join(w.Dir, fmt.Sprintf("audit-%02d.log", f.Audits)), []byte(out), 0o644)
+		if err != nil {
+			return fmt.Errorf("audit %d: %w\n%s", f.Audits, err, out)
+		}
+		unresolved := strings.Contains(out, "UNRESOLVED")
+		summary = append(summary, fmt.Sprintf("#%d:lost=%d,unresolved=%v", f.Audits, c.Lost, unresolved))
+		if auditEmpty.MatchString(out) && !unresolved {
+			return fmt.Errorf("audit %d reported all-clear (0 divergent buckets, nothing unresolved) while %d copies were missing:\n%s", f.Audits, c.Lost, out)
+		}
+		if !unresolved {
+			return fmt.Errorf("audit %d did not report UNRESOLVED while %d copies were missing (digests differed when it started):\n%s", f.Audits, c.Lost, out)
+		}
+		// The audit's repairs (and their follow-ups) are answered before the next audit.
+		_ = Until(ctx, "every request sent answered", func() (bool, error) {
+			n, err := count(ctx, consumer, "select count(*) from streamseal.sent_requests where answered_at is null")
+			return n == 0, err
+		})
+	}
+	f.Note = fmt.Sprintf("%d streams; %d audits (bound %d)", streams, f.Audits, bound)
+	return finish(ctx, w, origin, consumer, wl, start, f)
+}
+
+// d. The origin is killed -9 while it builds an answer (a queued request's build started: its
+// attempts counted, its bundles partly shipped); after its restart the copy converges.
+func originKilledMidBuild(ctx context.Context, w *World, size Size, f *Figures) error {
+	const drop = 0.5
+	origin, consumer, err := pair(ctx, w, drop)
+	if err != nil {
+		return err
+	}
+	wl := workload(size.pick(100, 200))
+	if err := wl.AppendAll(ctx, origin, size.pick(6000, 30000), 2000); err != nil {
+		return err
+	}
+	if err := Until(ctx, "a build in progress on the origin", func() (bool, error) {
+		n, err := count(ctx, origin, "select count(*) from streamseal.redelivery_queue where attempts > 0")
+		return n >= 1, err
+	}); err != nil {
+		return err
+	}
+	origin.Run.Kill9()
+	building, _ := count(ctx, origin, "select count(*) from streamseal.redelivery_queue where attempts > 0")
+	queued, _ := count(ctx, origin, "select count(*) from streamseal.redelivery_queue")
+	f.Note = fmt.Sprintf("killed with %d builds started, %d requests queued", building, queued)
+	f.Damage = dropped(ctx, origin, drop)
+	time.Sleep(time.Second)
+	if err := origin.Run.Start(); err != nil {
+		return err
+	}
+	return finish(ctx, w, origin, consumer, wl, time.Now(), f)
+}
+
+// e. The consumer is killed -9 while repairs are in flight (a sent request not answered yet);
+// after its restart the copy converges.
+func consumerKilledMidRepair(ctx context.Context, w *World, size Size, f *Figures) error {
+	const drop = 0.4
+	origin, consumer, err := pair(ctx, w, drop)
+	if err != nil {
+		return err
+	}
+	wl := workload(size.pick(200, 1000))
+	if err := wl.AppendAll(ctx, origin, size.pick(6000, 30000), 2000); err != nil {
+		return err
+	}
+	if err := Until(ctx, "a repair request in flight", func() (bool, error) {
+		n, err := count(ctx, consumer, "select count(*) from streamseal.sent_requests where answered_at is null")
+		return n >= 1, err
+	}); err != nil {
+		return err
+	}
+	consumer.Run.Kill9()
+	inFlight, _ := count(ctx, consumer, "select count(*) from streamseal.sent_requests where answered_at is null")
+	f.Note = fmt.Sprintf("killed with %d requests unanswered", inFlight)
+	f.Damage = dropped(ctx, origin, drop)
+	time.Sleep(time.Second)
+	if err := consumer.Run.Start(); err != nil {
+		return err
+	}
+	return finish(ctx, w, origin, consumer, wl, time.Now(), f)
+}
+
+// load appends at rate events a second in the background until the returned stop.
+func load(ctx context.Context, wl *Workload, origin *Service, rate int) (stop func() int) {
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan int, 1)
+	go func() { done <- wl.Steady(ctx, origin, rate) }()
+	return func() int { cancel(); return <-done }
+}
+
+// f. The NATS server is killed -9 while the origin appends at a steady rate, and restarted two
+// seconds later on the same store: the copy converges.
+func natsKilledUnderLoad(ctx context.Context, w *World, size Size, f *Figures) error {
+	const drop = 0.1
+	origin, consumer, err := pair(ctx, w, drop)
+	if err != nil {
+		return err
+	}
+	wl := workload(size.pick(200, 1000))
+	rate := size.pick(300, 1000)
+	stop := load(ctx, wl, origin, rate)
+	time.Sleep(2 * time.Second)
+	w.NATS.Kill9()
+	time.Sleep(2 * time.Second)
+	if err := w.RestartNATS(ctx); err != nil {
+		stop()
+		return err
+	}
+	time.Sleep(2 * time.Second)
+	failed := stop()
+	f.Note = fmt.Sprintf("%d events/s; %d batches failed", rate, failed)
+	f.Damage = dropped(ctx, origin, drop)
+	return finish(ctx, w, origin, consumer, wl, time.Now(), f)
+}
+
+// g. Each side's PostgreSQL is restarted with an immediate shutdown while the origin appends at
+// a steady rate: the copy converges.
+func postgresRestarts(ctx context.Context, w *World, size Size, f *Figures) error {
+	const drop = 0.1
+	origin, consumer, err := pair(ctx, w, drop)
+	if err != nil {
+		return err
+	}
+	wl := workload(size.pick(200, 1000))
+	rate := size.pick(300, 500)
+	stop := load(ctx, wl, origin, rate)
+	time.Sleep(2 * time.Second)
+	if err := consumer.RestartPostgres(ctx); err != nil {
+		stop()
+		return err
+	}
+	time.Sleep(2 * time.Second)
+	if err := origin.RestartPostgres(ctx); err != nil {
+		stop()
+		return err
+	}
+	time.Sleep(2 * time.Second)
+	failed := stop()
+	f.Note = fmt.Sprintf("%d events/s; %d batches failed while a database restarted", rate, failed)
+	f.Damage = dropped(ctx, origin, drop)
+	return finish(ctx, w, origin, consumer, wl, time.Now(), f)
+}
+
+// h. Every event delivered again, twice, in shuffled order, on the events' own subjects (fresh
+// message ids, so JetStream does not deduplicate them), while the consumer drops the first
+// delivery of some: the copy converges with no extra row and equal digests (idempotence, order
+// independence).
+func duplicatesAndReorder(ctx context.Context, w *World, size Size, f *Figures) error {
+	const drop = 0.3
+	origin, consumer, err := pair(ctx, w, drop)
+	if err != nil {
+		return err
+	}
+	wl := workload(size.pick(200, 1000))
+	start := time.Now()
+	if err := wl.AppendAll(ctx, origin, size.pick(3000, 20000), 1000); err != nil {
+		return err
+	}
+	if err := Until(ctx, "every event stamped", func() (bool, error) {
+		n, err := count(ctx, origin, "select count(*) from streamseal.events where origin_seq is null")
+		return n == 0, err
+	}); err != nil {
+		return err
+	}
+	nc, err := nats.Connect(w.NATSURL(), nats.Name("chaos-replay"))
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return err
+	}
+	rows, err := origin.Pool.Query(ctx, `
+		select event_id, origin, origin_seq, type_seq, tenant, stream_id, stream_version, event_type, flags, payload,
+		       metadata::text::bytea, occurred_at
+		from streamseal.events where origin = $1`, origin.Name)
+	if err != nil {
+		return err
+	}
+	var events []store.EventCopy
+	var e store.EventCopy
+	var flags int32
+	if _, err := pgx.ForEachRow(rows, []any{&e.EventID, &e.Origin, &e.OriginSeq, &e.TypeSeq, &e.Tenant, &e.StreamID,
+		&e.StreamVersion, &e.EventType, &flags, &e.Payload, &e.Metadata, &e.OccurredAt}, func() error {
+		e.Flags = store.Flags(flags)
+		events = append(events, e)
+		return nil
+	}); err != nil {
+		return err
+	}
+	published := 0
+	for round := range 2 {
+		rand.Shuffle(len(events), func(i, j int) { events[i], events[j] = events[j], events[i] })
+		for i, e := range events {
+			m := wire.EventMessage(e)
+			m.Header.Set(nats.MsgIdHdr, fmt.Sprintf("%s:%d:chaos-replay-%d", e.Origin, e.OriginSeq, round))
+			if _, err := js.PublishMsgAsync(m); err != nil {
+				return fmt.Errorf("re-publish: %w", err)
+			}
+			published++
+			if i%500 == 499 || i == len(events)-1 {
+				select {
+				case <-js.PublishAsyncComplete():
+				case <-time.After(Failsafe):
+					return fmt.Errorf("re-published events not acknowledged by JetStream")
+				}
+			}
+		}
+	}
+	cons, err := js.Consumer(ctx, wire.EventsStream, "streamseal-inbox-"+consumerName)
+	if err != nil {
+		return err
+	}
+	if err := Until(ctx, "the consumer's inbox took every re-published delivery", func() (bool, error) {
+		info, err := cons.Info(ctx)
+		if err != nil {
+			return false, err
+		}
+		return info.NumPending == 0 && info.NumAckPending == 0, nil
+	}); err != nil {
+		return err
+	}
+	f.Damage = dropped(ctx, origin, drop)
+	f.Note = fmt.Sprintf("%d duplicate deliveries re-published in shuffled order", published)
+	return finish(ctx, w, origin, consumer, wl, start, f)
+}
