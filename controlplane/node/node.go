@@ -27,6 +27,7 @@ import (
 	"github.com/streamseal/streamseal/controlplane/redelivery"
 	"github.com/streamseal/streamseal/controlplane/relay"
 	"github.com/streamseal/streamseal/controlplane/stamper"
+	"github.com/streamseal/streamseal/controlplane/store"
 	"github.com/streamseal/streamseal/controlplane/wire"
 )
 
@@ -128,7 +129,16 @@ func New(cfg Config) (*Node, error) {
 }
 
 // Start runs the node's loops until Stop (or ctx's end). It ensures the JetStream streams first.
+// A payload limit (streamseal.limits) the connected broker cannot carry with the envelope is
+// refused first: an event at that limit would be stored and never published.
 func (n *Node) Start(ctx context.Context) error {
+	limits, err := store.LimitsGet(ctx, n.Pool)
+	if err != nil {
+		return err
+	}
+	if err := wire.CheckPayloadLimit(limits.MaxPayloadBytes, limits.MaxIDBytes, limits.MaxMetadataBytes, n.NC.MaxPayload()); err != nil {
+		return err
+	}
 	if err := wire.EnsureStreams(ctx, n.JS, n.settings.EventRetention); err != nil {
 		return err
 	}

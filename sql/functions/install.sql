@@ -10,6 +10,7 @@
 {{ template "service.sql" . }}
 {{ template "backoff.sql" . }}
 {{ template "version.sql" . }}
+{{ template "limits.sql" . }}
 {{ template "event_checks.sql" . }}
 {{ template "digest.sql" . }}
 {{ template "epoch_fold.sql" . }}
