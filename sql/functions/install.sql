@@ -19,6 +19,7 @@
 {{ template "append.sql" . }}
 {{ template "ingest.sql" . }}
 {{ template "stamp.sql" . }}
+{{ template "quarantine.sql" . }}
 {{ template "close_stream.sql" . }}
 {{ template "reap_ephemeral.sql" . }}
 {{ template "verify_digests.sql" . }}
