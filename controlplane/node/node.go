@@ -108,8 +108,9 @@ func New(cfg Config) (*Node, error) {
 	})
 	ins := n.Metrics.Instruments
 	n.Seam = &wire.Seam{Self: cfg.Service, Logger: logger}
-	n.Control = &wire.Control{JS: js, Seam: n.Seam, Logger: logger}
-	n.Inbox = &inbox.Inbox{Pool: cfg.Pool, JS: js, Service: cfg.Service, Logger: logger, Suppress: cfg.Suppress}
+	n.Control = &wire.Control{JS: js, Seam: n.Seam, Logger: logger,
+		OnDead: func(_ wire.Envelope, reason string) { ins.DeadMessage("control", reason) }}
+	n.Inbox = &inbox.Inbox{Pool: cfg.Pool, JS: js, Service: cfg.Service, Logger: logger, Suppress: cfg.Suppress, Metrics: ins}
 	n.Relay = &relay.Relay{Pool: cfg.Pool, JS: js, Logger: logger, Metrics: ins}
 	n.Redelivery = &redelivery.Server{Pool: cfg.Pool, JS: js, Service: cfg.Service, Limits: settings.Redelivery, Logger: logger, Metrics: ins}
 	n.Repair = &redelivery.Receiver{Pool: cfg.Pool, JS: js, Service: cfg.Service, Logger: logger, Metrics: ins, AcceptUnservable: true}
