@@ -20,9 +20,11 @@ gotest:
 chaos:
 	$(GO) test -count=1 -timeout 60m -v -run '^TestFaultSuite$$' ./internal/chaos/ -args -chaos.long
 
-# A short fuzzing budget for the wire's envelope decoder on every run.
+# A short fuzzing budget for the wire's envelope decoder and for the door (append and ingest
+# through the SQL API, against a real database) on every run.
 fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzDecode -fuzztime 10s -fuzzminimizetime 100x ./controlplane/wire/
+	$(GO) test -run '^$$' -fuzz FuzzDoor -fuzztime 10s -fuzzminimizetime 100x ./controlplane/store/
 
 # pgTAP suites against a fresh, fully migrated database on a throwaway cluster.
 sqltest:

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"os"
 	"os/exec"
@@ -12,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/streamseal/streamseal/controlplane/config"
+	"github.com/streamseal/streamseal/internal/pgcluster"
 )
 
 // binary is the streamseal binary built once for these tests, so they see what a user sees:
@@ -192,5 +194,26 @@ func TestRuntimeErrorsExitWithStatusOne(t *testing.T) {
 	r := streamseal(t, nil, "status", "--database-url", "postgres://nobody@127.0.0.1:1/none?connect_timeout=5")
 	if r.code != 1 || !strings.HasPrefix(r.stderr, "streamseal: ") {
 		t.Fatalf("exit status %d, stderr %q; want 1 and a streamseal: line", r.code, r.stderr)
+	}
+}
+
+// Operations (invariant 13's start-up half): status, audit and repair on a database that was
+// never migrated say so and what to run, instead of a raw "relation does not exist".
+func TestUnmigratedDatabaseSaysRunMigrate(t *testing.T) {
+	cluster, err := pgcluster.Start(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cluster.Stop() })
+	url := cluster.URL("postgres") // exists, never migrated
+	for _, args := range [][]string{
+		{"status", "--database-url", url},
+		{"audit", "--database-url", url, "--nats-url", "nats://127.0.0.1:1"},
+		{"repair", "--database-url", url, "--nats-url", "nats://127.0.0.1:1", "--origin", "orders", "--types", "a", "--tenant", "t"},
+	} {
+		r := streamseal(t, nil, args...)
+		if r.code != 1 || !strings.Contains(r.stderr, "not migrated: run `streamseal migrate`") {
+			t.Errorf("%s: exit %d, stderr %q; want exit 1 saying not migrated: run `streamseal migrate`", args[0], r.code, r.stderr)
+		}
 	}
 }

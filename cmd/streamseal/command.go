@@ -82,7 +82,7 @@ type commandBase struct {
 func (b *commandBase) base() *commandBase { return b }
 
 // openDatabase opens this service's database (a pool whose connections know streamseal's row
-// types).
+// types) and refuses one that was never migrated, saying what to run.
 func (b *commandBase) openDatabase(ctx context.Context, databaseURL string) error {
 	pool, err := store.Open(ctx, databaseURL)
 	if err != nil {
@@ -90,7 +90,7 @@ func (b *commandBase) openDatabase(ctx context.Context, databaseURL string) erro
 	}
 	b.Pool = pool
 	b.onClose(pool.Close)
-	return nil
+	return store.SchemaMigrated(ctx, pool)
 }
 
 // readService reads this service's name from its database.

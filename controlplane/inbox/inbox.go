@@ -16,6 +16,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/streamseal/streamseal/controlplane/metrics"
 	"github.com/streamseal/streamseal/controlplane/store"
 	"github.com/streamseal/streamseal/controlplane/wire"
 )
@@ -37,6 +38,11 @@ type Inbox struct {
 	// OnCheckpoint verifies a checkpoint riding the event subjects. It runs after every event
 	// before it in the stream is committed; the checkpoint is acked when it returns nil.
 	OnCheckpoint func(ctx context.Context, cp wire.Checkpoint) error
+	// MaxDeliver bounds the deliveries of one message (wire.MaxDeliverDefault when zero): a
+	// message still failing then is recorded as rejected and terminated. An event lost that way
+	// is a hole the next checkpoint names and repair fetches (invariant 1), not a wedge (13).
+	MaxDeliver int
+	Metrics    *metrics.Instruments // nil: not counted
 
 	received, stored, suppressed, rejected atomic.Int64
 }
@@ -62,6 +68,9 @@ func (in *Inbox) Run(ctx context.Context) error {
 	if in.Logger == nil {
 		in.Logger = slog.Default()
 	}
+	if in.MaxDeliver <= 0 {
+		in.MaxDeliver = wire.MaxDeliverDefault
+	}
 	filters, err := in.filters(ctx)
 	if err != nil {
 		return err
@@ -76,6 +85,7 @@ func (in *Inbox) Run(ctx context.Context) error {
 		AckPolicy:      jetstream.AckExplicitPolicy,
 		AckWait:        time.Minute,
 		MaxAckPending:  in.Batch * 4,
+		MaxDeliver:     in.MaxDeliver,
 		DeliverPolicy:  jetstream.DeliverAllPolicy,
 	})
 	if err != nil {
@@ -98,7 +108,7 @@ func (in *Inbox) Run(ctx context.Context) error {
 				}
 				in.Logger.Warn("inbox: batch not stored, will be redelivered", "err", err, "messages", len(msgs))
 				for _, m := range msgs {
-					_ = m.NakWithDelay(time.Second)
+					in.retryOrGiveUp(ctx, m, err)
 				}
 			}
 		}
@@ -133,7 +143,17 @@ func (in *Inbox) store(ctx context.Context, msgs []jetstream.Msg) error {
 		}
 		start = i + 1
 		if err := in.checkpoint(ctx, m); err != nil {
-			for _, rest := range msgs[i:] {
+			if wire.Permanent(err) {
+				// A checkpoint SQL refuses will be refused again: recorded and terminated, and
+				// the events behind it go on (invariant 13).
+				if err := in.reject(ctx, m, nil, "checkpoint refused: "+err.Error()); err != nil {
+					return err
+				}
+				in.Metrics.DeadMessage("inbox", "permanent")
+				continue
+			}
+			in.retryOrGiveUp(ctx, m, err)
+			for _, rest := range msgs[i+1:] {
 				_ = rest.NakWithDelay(time.Second)
 			}
 			return nil
@@ -217,6 +237,25 @@ func (in *Inbox) storeOneByOne(ctx context.Context, copies []store.EventCopy, ms
 		}
 	}
 	return nil
+}
+
+// retryOrGiveUp redelivers a failed message with backoff, or, on its last delivery, records it
+// as rejected and terminates it.
+func (in *Inbox) retryOrGiveUp(ctx context.Context, m jetstream.Msg, cause error) {
+	delivered := uint64(1)
+	if meta, err := m.Metadata(); err == nil {
+		delivered = meta.NumDelivered
+	}
+	if delivered < uint64(in.MaxDeliver) {
+		_ = m.NakWithDelay(wire.RetryDelay(time.Second, delivered))
+		return
+	}
+	if err := in.reject(ctx, m, nil, fmt.Sprintf("given up after %d deliveries: %v", delivered, cause)); err != nil {
+		in.Logger.Error("inbox: could not record a dead message; it will be redelivered", "subject", m.Subject(), "err", err)
+		_ = m.NakWithDelay(wire.RetryDelay(time.Second, delivered))
+		return
+	}
+	in.Metrics.DeadMessage("inbox", "max_deliver")
 }
 
 // reject records a message that cannot be stored, then terminates it on the wire.

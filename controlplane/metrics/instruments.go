@@ -27,6 +27,8 @@ type Instruments struct {
 	manifestsRequested *prometheus.CounterVec // origin
 	drillDowns         *prometheus.CounterVec // origin
 	bucketsVerified    prometheus.Counter
+	quarantined        *prometheus.CounterVec // stage
+	deadMessages       *prometheus.CounterVec // consumer, reason
 	driftHealed        *prometheus.CounterVec // kind
 }
 
@@ -82,6 +84,11 @@ func newInstruments(reg prometheus.Registerer) *Instruments {
 			"Manifest requests this service sent as an auditor (every level).", "origin"),
 		drillDowns: counter("drill_downs_requested_total",
 			"Audits that drilled from type level into stream pages.", "origin"),
+		quarantined: counter("events_quarantined_total",
+			"Own events a pipeline stage could not process and set aside (streamseal quarantine list), by stage.", "stage"),
+		deadMessages: counter("dead_messages_total",
+			"Messages a durable consumer gave up on (a permanent error, or its delivery budget spent), by consumer and reason.",
+			"consumer", "reason"),
 		bucketsVerified: counter("digest_buckets_verified_total",
 			"Digest buckets and sealed epochs the sweep recomputed and checked.").WithLabelValues(),
 		driftHealed: counter("digest_drift_healed_total",
@@ -122,6 +129,22 @@ func (m *Instruments) Stamped(oldestWait time.Duration) {
 	if m != nil {
 		m.stamperLag.Observe(oldestWait.Seconds())
 	}
+}
+
+// Quarantined counts an event a stage set aside.
+func (m *Instruments) Quarantined(stage string) {
+	if m == nil {
+		return
+	}
+	m.quarantined.WithLabelValues(stage).Inc()
+}
+
+// DeadMessage counts a message a durable consumer gave up on.
+func (m *Instruments) DeadMessage(consumer, reason string) {
+	if m == nil {
+		return
+	}
+	m.deadMessages.WithLabelValues(consumer, reason).Inc()
 }
 
 // Relayed records the age of a relayed batch's newest event at acknowledgement.

@@ -42,6 +42,7 @@ type Backlog struct {
 	OldestUnhealed      time.Duration
 	SealedThrough       map[string]int64
 	ConfirmedGapLanes   int64
+	Quarantined         int64 // own events set aside (streamseal.quarantine)
 }
 
 // Exporter owns the registry, the instruments the components feed, and the latest backlog
@@ -89,6 +90,7 @@ func New(pool *pgxpool.Pool, nc *nats.Conn, src Sources) *Exporter {
 	gauge("unhealed_buckets", "Divergent buckets the repair ledger tracks (falls as heals delete rows).", func(b Backlog) float64 { return float64(b.Unhealed) })
 	gauge("repair_exhausted_buckets", "Unhealed buckets that spent their repair budget: the number worth an alert.", func(b Backlog) float64 { return float64(b.Exhausted) })
 	gauge("oldest_unhealed_age_seconds", "Age of the longest-standing unhealed divergence.", func(b Backlog) float64 { return b.OldestUnhealed.Seconds() })
+	gauge("quarantined_events", "Own events set aside because a stage could not process them; each is alarmed in the log and listed by streamseal quarantine list.", func(b Backlog) float64 { return float64(b.Quarantined) })
 	gauge("lanes_with_confirmed_gaps", "Lanes holding a confirmed, not yet repaired gap.", func(b Backlog) float64 { return float64(b.ConfirmedGapLanes) })
 	e.Registry.MustRegister(&sealCollector{e: e, desc: prometheus.NewDesc(namespace+"_sealed_through",
 		"Per origin, the exclusive end of the highest window audited complete.", []string{"origin_service_id"}, nil)})
@@ -103,6 +105,9 @@ func (e *Exporter) Refresh(ctx context.Context) error {
 	}
 	b := Backlog{Unhealed: totals.Unhealed, Exhausted: totals.Exhausted, OldestUnhealed: totals.OldestUnhealed}
 	if b.ConfirmedGapLanes, err = store.LanesWithConfirmedGapsCount(ctx, e.pool); err != nil {
+		return err
+	}
+	if b.Quarantined, err = store.QuarantineCount(ctx, e.pool); err != nil {
 		return err
 	}
 	if b.SealedThrough, err = store.Seals(ctx, e.pool); err != nil {
@@ -121,7 +126,7 @@ func (e *Exporter) SetBacklog(b Backlog) {
 
 // Handler serves /metrics, /healthz (the process is up) and /readyz (database and wire reachable;
 // 503 with the reason when they are not, and "degraded" with the reason while a confirmed gap is
-// unrepaired or a bucket spent its repair budget).
+// unrepaired, a bucket spent its repair budget or an own event is quarantined).
 func (e *Exporter) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(e.Registry, promhttp.HandlerOpts{}))
@@ -135,6 +140,8 @@ func (e *Exporter) Handler() http.Handler {
 		b := e.backlog
 		e.mu.RUnlock()
 		switch {
+		case b.Quarantined > 0:
+			fmt.Fprintf(w, "degraded: %d own events quarantined (streamseal quarantine list)\n", b.Quarantined)
 		case b.Exhausted > 0:
 			fmt.Fprintf(w, "degraded: %d buckets spent their repair budget\n", b.Exhausted)
 		case b.ConfirmedGapLanes > 0:

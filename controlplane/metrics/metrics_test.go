@@ -132,6 +132,8 @@ func everyRegisteredMetric(t *testing.T) map[string]bool {
 	m.DrillDown("orders")
 	m.PagesCapped("orders")
 	m.Verified(1, map[string]int64{"drift": 1})
+	m.Quarantined("relay")
+	m.DeadMessage("inbox", "permanent")
 	families, err := e.Registry.Gather()
 	if err != nil {
 		t.Fatal(err)

@@ -27,6 +27,7 @@ import (
 	"github.com/streamseal/streamseal/controlplane/redelivery"
 	"github.com/streamseal/streamseal/controlplane/relay"
 	"github.com/streamseal/streamseal/controlplane/stamper"
+	"github.com/streamseal/streamseal/controlplane/store"
 	"github.com/streamseal/streamseal/controlplane/wire"
 )
 
@@ -107,8 +108,9 @@ func New(cfg Config) (*Node, error) {
 	})
 	ins := n.Metrics.Instruments
 	n.Seam = &wire.Seam{Self: cfg.Service, Logger: logger}
-	n.Control = &wire.Control{JS: js, Seam: n.Seam, Logger: logger}
-	n.Inbox = &inbox.Inbox{Pool: cfg.Pool, JS: js, Service: cfg.Service, Logger: logger, Suppress: cfg.Suppress}
+	n.Control = &wire.Control{JS: js, Seam: n.Seam, Logger: logger,
+		OnDead: func(_ wire.Envelope, reason string) { ins.DeadMessage("control", reason) }}
+	n.Inbox = &inbox.Inbox{Pool: cfg.Pool, JS: js, Service: cfg.Service, Logger: logger, Suppress: cfg.Suppress, Metrics: ins}
 	n.Relay = &relay.Relay{Pool: cfg.Pool, JS: js, Logger: logger, Metrics: ins}
 	n.Redelivery = &redelivery.Server{Pool: cfg.Pool, JS: js, Service: cfg.Service, Limits: settings.Redelivery, Logger: logger, Metrics: ins}
 	n.Repair = &redelivery.Receiver{Pool: cfg.Pool, JS: js, Service: cfg.Service, Logger: logger, Metrics: ins, AcceptUnservable: true}
@@ -128,7 +130,16 @@ func New(cfg Config) (*Node, error) {
 }
 
 // Start runs the node's loops until Stop (or ctx's end). It ensures the JetStream streams first.
+// A payload limit (streamseal.limits) the connected broker cannot carry with the envelope is
+// refused first: an event at that limit would be stored and never published.
 func (n *Node) Start(ctx context.Context) error {
+	limits, err := store.LimitsGet(ctx, n.Pool)
+	if err != nil {
+		return err
+	}
+	if err := wire.CheckPayloadLimit(limits.MaxPayloadBytes, limits.MaxIDBytes, limits.MaxMetadataBytes, n.NC.MaxPayload()); err != nil {
+		return err
+	}
 	if err := wire.EnsureStreams(ctx, n.JS, n.settings.EventRetention); err != nil {
 		return err
 	}

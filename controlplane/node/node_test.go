@@ -112,6 +112,25 @@ func TestNode(t *testing.T) {
 		}
 	})
 
+	// A payload limit the broker cannot carry with the envelope is refused at start, naming both
+	// numbers, before any loop runs (13): otherwise the first event at the limit would be stored
+	// and never published.
+	t.Run("RefusesAPayloadLimitTheBrokerCannotCarry", func(t *testing.T) {
+		t.Parallel()
+		n, b := setup(t, "orders", node.Config{}, nil)
+		if err := store.LimitsSet(ctx, b.pool, store.Limits{MaxPayloadBytes: wire.DefaultMaxMessageBytes}); err != nil {
+			t.Fatal(err)
+		}
+		err := n.Start(ctx)
+		if err == nil {
+			n.Stop()
+			t.Fatal("Start accepted a payload limit equal to the broker's max_payload")
+		}
+		if !strings.Contains(err.Error(), "max_payload_bytes 1048576") || !strings.Contains(err.Error(), "max_payload 1048576") {
+			t.Fatalf("Start = %v, want the limit and the broker's max_payload named", err)
+		}
+	})
+
 	// The origin side wired end to end in one process: an append is stamped and relayed (7), the
 	// checkpoint job runs at start on River, and the control endpoint routes a redelivery
 	// request to the server and a manifest request to the manifest server, each answering only

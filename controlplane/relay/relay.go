@@ -5,15 +5,24 @@
 // After a crash the relay resumes above the cursor, which only ever records what JetStream
 // acknowledged: it never skips. Events published but not yet recorded are published again;
 // JetStream drops them by message id within its duplicate window and ingest skips them after.
+//
+// An event the broker refuses for good (above its max_payload or the events stream's max message
+// size) is quarantined with the broker's reason (streamseal.quarantine), alarmed and counted, and
+// the cursor passes it: one event never holds the events behind it (invariant 13). Checkpoints
+// then count it as emitted, so consumers name its type_seq as a hole. An operator re-queues it
+// (`streamseal quarantine requeue`) once the cause is fixed; the relay publishes re-queued events
+// before new ones and ends their quarantine on acknowledgement.
 package relay
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/streamseal/streamseal/controlplane/metrics"
@@ -94,6 +103,9 @@ func (r *Relay) lead(ctx context.Context) error {
 		return err
 	}
 	for {
+		if err := r.publishRequeued(ctx); err != nil {
+			return err
+		}
 		for {
 			n, err := r.publishBatch(ctx)
 			if err != nil {
@@ -109,34 +121,98 @@ func (r *Relay) lead(ctx context.Context) error {
 	}
 }
 
+// Permanent reports whether a publish error will repeat for the same message whatever the
+// relay does: the broker refuses its size (the connection's max_payload, or the events stream's
+// max message size). Anything else (timeouts, a disconnected broker) is retried.
+func Permanent(err error) bool {
+	if errors.Is(err, nats.ErrMaxPayload) {
+		return true
+	}
+	var api *jetstream.APIError
+	return errors.As(err, &api) && api.ErrorCode == jetstream.JSErrCodeStreamMessageExceedsMaximum
+}
+
+// quarantine sets e aside with the broker's reason, loudly, so the cursor may pass it.
+func (r *Relay) quarantine(ctx context.Context, e store.EventCopy, cause error) error {
+	if err := store.QuarantineEvent(ctx, r.Pool, e.EventID, "relay", cause.Error()); err != nil {
+		return fmt.Errorf("quarantine event %s (origin_seq %d): %w", e.EventID, e.OriginSeq, err)
+	}
+	r.Metrics.Quarantined("relay")
+	r.Logger.Error("relay: ALARM event quarantined: the broker refuses it; the events behind it go on. Fix the cause, then run streamseal quarantine requeue",
+		"event_id", e.EventID, "origin_seq", e.OriginSeq, "tenant", e.Tenant, "event_type", e.EventType,
+		"stream_id", e.StreamID, "payload_bytes", len(e.Payload), "reason", cause.Error())
+	return nil
+}
+
+// publishRequeued publishes the events an operator re-queued, one at a time (they are few), and
+// ends each one's quarantine on acknowledgement; one the broker still refuses is quarantined
+// again with the new reason.
+func (r *Relay) publishRequeued(ctx context.Context) error {
+	events, err := store.QuarantineRequeued(ctx, r.Pool, r.Batch)
+	if err != nil {
+		return err
+	}
+	for _, e := range events {
+		if _, err := r.JS.PublishMsg(ctx, wire.EventMessage(e)); err != nil {
+			if Permanent(err) {
+				if err := r.quarantine(ctx, e, err); err != nil {
+					return err
+				}
+				continue
+			}
+			return fmt.Errorf("publish re-queued event %s (origin_seq %d): %w", e.EventID, e.OriginSeq, err)
+		}
+		if err := store.QuarantineRelease(ctx, r.Pool, e.EventID); err != nil {
+			return err
+		}
+		r.Logger.Info("relay: re-queued event published", "event_id", e.EventID, "origin_seq", e.OriginSeq)
+	}
+	return nil
+}
+
 // publishBatch publishes the next events above the cursor and advances the cursor to the last
-// one JetStream acknowledged in order. It returns how many it read.
+// one JetStream acknowledged (or the relay quarantined) in order. It returns how many it read.
 func (r *Relay) publishBatch(ctx context.Context) (int, error) {
 	events, err := store.RelayPending(ctx, r.Pool, r.Batch)
 	if err != nil || len(events) == 0 {
 		return 0, err
 	}
 	futures := make([]jetstream.PubAckFuture, len(events))
+	refused := make([]error, len(events)) // a permanent refusal at publish time
 	for i, e := range events {
 		if futures[i], err = r.JS.PublishMsgAsync(wire.EventMessage(e)); err != nil {
-			return 0, fmt.Errorf("publish event %s (origin_seq %d): %w", e.EventID, e.OriginSeq, err)
+			if !Permanent(err) {
+				return 0, fmt.Errorf("publish event %s (origin_seq %d): %w", e.EventID, e.OriginSeq, err)
+			}
+			refused[i] = err
 		}
 	}
 	acked := int64(0)
 	var failed error
 	for i, f := range futures {
-		select {
-		case <-f.Ok():
-			if failed == nil {
-				acked = events[i].OriginSeq
+		if refused[i] == nil {
+			select {
+			case <-f.Ok():
+			case err := <-f.Err():
+				refused[i] = err
+			case <-ctx.Done():
+				return 0, ctx.Err()
 			}
-		case err := <-f.Err():
-			if failed == nil {
-				failed = fmt.Errorf("publish event origin_seq %d: %w", events[i].OriginSeq, err)
-			}
-		case <-ctx.Done():
-			return 0, ctx.Err()
 		}
+		if failed != nil {
+			continue
+		}
+		if refused[i] != nil {
+			if !Permanent(refused[i]) {
+				failed = fmt.Errorf("publish event origin_seq %d: %w", events[i].OriginSeq, refused[i])
+				continue
+			}
+			// Recorded before the cursor passes it: a crash in between publishes it again.
+			if err := r.quarantine(ctx, events[i], refused[i]); err != nil {
+				return 0, err
+			}
+		}
+		acked = events[i].OriginSeq
 	}
 	if acked > 0 {
 		// The cursor's update also reads the acknowledged event's age: the relay lag, in the

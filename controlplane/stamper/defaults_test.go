@@ -38,7 +38,7 @@ func TestLoop(t *testing.T) {
 		b := setup(t, "defaults")
 		events := make([]store.NewEvent, stamper.BatchSizeDefault+1)
 		for i := range events {
-			events[i] = event(fmt.Sprintf("s%d", i%13), int64(i))
+			events[i] = event(fmt.Sprintf("s%d", i%13), int64(i)+1)
 		}
 		appendEvents(t, b.pool, events...)
 		var calls []store.StampResult

@@ -161,7 +161,7 @@ func TestStamp_ConcurrentStampersNeverDoubleStamp(t *testing.T) {
 	ctx := context.Background()
 	b := setup(t, "two-stampers")
 	for i := range 100 {
-		appendEvents(t, b.pool, event(fmt.Sprintf("s%d", i%7), int64(i)))
+		appendEvents(t, b.pool, event(fmt.Sprintf("s%d", i%7), int64(i)+1))
 	}
 
 	holder, err := b.pool.Begin(ctx)
@@ -206,7 +206,7 @@ func TestStamp_ConcurrentStampersNeverDoubleStamp(t *testing.T) {
 	}
 	// Committed while the second waits: it must see these too, above the holder's numbers.
 	for i := range 10 {
-		appendEvents(t, b.pool, event("late", int64(i)))
+		appendEvents(t, b.pool, event("late", int64(i)+1))
 	}
 	if err := holder.Commit(ctx); err != nil {
 		t.Fatal(err)

@@ -2,7 +2,10 @@
 
 package store
 
-import "context"
+import (
+	"context"
+	"errors"
+)
 
 // ServiceNameSet names this database's service; the same name again is a no-op.
 func ServiceNameSet(ctx context.Context, db Querier, name string) error {
@@ -29,4 +32,19 @@ func OriginGeneration(ctx context.Context, db Querier) (int64, error) {
 		return 0, classify("read origin generation", err)
 	}
 	return generation, nil
+}
+
+// ErrNotMigrated means the database has no streamseal schema yet.
+var ErrNotMigrated = errors.New("not migrated: run `streamseal migrate`")
+
+// SchemaMigrated returns ErrNotMigrated when the database holds no migrated streamseal schema.
+func SchemaMigrated(ctx context.Context, db Querier) error {
+	var migrated bool
+	if err := db.QueryRow(ctx, "select to_regclass('streamseal.events') is not null").Scan(&migrated); err != nil {
+		return classify("check the schema", err)
+	}
+	if !migrated {
+		return ErrNotMigrated
+	}
+	return nil
 }

@@ -183,7 +183,7 @@ func randomStore(t *testing.T, rng *rand.Rand) *pgxpool.Pool {
 	own := make([]store.NewEvent, 40+rng.IntN(80))
 	for i := range own {
 		own[i] = store.NewEvent{EventID: uuid.New(), Tenant: tenants[rng.IntN(3)], StreamID: fmt.Sprintf("o%d", i%9),
-			StreamVersion: int64(i), EventType: types[rng.IntN(4)], Flags: randomFlags(), Payload: []byte("{}")}
+			StreamVersion: int64(i) + 1, EventType: types[rng.IntN(4)], Flags: randomFlags(), Payload: []byte("{}")}
 	}
 	for start := 0; start < len(own); start += 17 {
 		if _, err := store.EventsAppend(ctx, pool, own[start:min(start+17, len(own))]); err != nil {

@@ -12,6 +12,8 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/streamseal/streamseal/controlplane/store"
 )
 
 // Handler acts on one accepted control message. Returning an error wrapping ErrPermanent
@@ -26,6 +28,33 @@ type BatchHandler func(ctx context.Context, envs []Envelope, attachments [][]byt
 // ErrPermanent marks a handler failure that retrying cannot fix (e.g. an inconsistent bundle).
 var ErrPermanent = errors.New("permanent failure")
 
+// Permanent reports whether a handler's failure can never succeed on redelivery: ErrPermanent, a
+// refusal of the input by SQL (store.ErrInvalidInput, SQLSTATE 22023) or a body that does not
+// decode. Such a message is dead at once instead of retried (invariant 13).
+func Permanent(err error) bool {
+	var syntax *json.SyntaxError
+	var typeErr *json.UnmarshalTypeError
+	return errors.Is(err, ErrPermanent) || errors.Is(err, store.ErrInvalidInput) ||
+		errors.As(err, &syntax) || errors.As(err, &typeErr)
+}
+
+// Defaults of a Control's retry budget, used where a field is left zero.
+const (
+	MaxDeliverDefault = 10              // deliveries of one message before it is dead
+	RetryBaseDefault  = 2 * time.Second // the first retry's delay; each further one doubles
+	retryMax          = time.Minute     // the longest delay between two deliveries
+)
+
+// RetryDelay is the delay before delivery n+1 of a message that failed delivery n (n >= 1):
+// base x 2^(n-1), at most a minute.
+func RetryDelay(base time.Duration, n uint64) time.Duration {
+	d := base
+	for i := uint64(1); i < n && d < retryMax; i++ {
+		d *= 2
+	}
+	return min(d, retryMax)
+}
+
 // Control is a service's control-message endpoint: a durable JetStream consumer over its directed
 // inbox and the broadcast inbox, the receive seam in front of every handler, and a publisher.
 type Control struct {
@@ -37,6 +66,13 @@ type Control struct {
 	// Tap, when set, sees every message the consumer receives before the seam (tests use it to
 	// forward one service's traffic to another's seam, proving the seam drops it).
 	Tap func(subject string, data []byte)
+	// MaxDeliver bounds the deliveries of one message (MaxDeliverDefault when zero); RetryBase is
+	// the first retry's delay, doubling per delivery up to a minute (RetryBaseDefault when zero).
+	MaxDeliver int
+	RetryBase  time.Duration
+	// OnDead, when set, sees each message given up on, with the reason: "permanent" (a failure
+	// retrying cannot fix) or "max_deliver" (its delivery budget spent). The node counts them.
+	OnDead func(env Envelope, reason string)
 
 	finished atomic.Int64
 }
@@ -64,13 +100,21 @@ func (c *Control) HandleBatch(kind string, h BatchHandler) {
 // nil: a crash mid-handler redelivers it.
 func (c *Control) Run(ctx context.Context) error {
 	logger := c.logger()
+	if c.MaxDeliver <= 0 {
+		c.MaxDeliver = MaxDeliverDefault
+	}
+	if c.RetryBase <= 0 {
+		c.RetryBase = RetryBaseDefault
+	}
 	cons, err := c.JS.CreateOrUpdateConsumer(ctx, ControlStream, jetstream.ConsumerConfig{
 		Durable:        "streamseal-control-" + c.Seam.Self,
 		FilterSubjects: []string{ControlSubject(c.Seam.Self), ControlSubject(BroadcastInbox)},
 		AckPolicy:      jetstream.AckExplicitPolicy,
 		AckWait:        time.Minute,
 		MaxAckPending:  256,
-		DeliverPolicy:  jetstream.DeliverAllPolicy,
+		// A bound on redeliveries after a crash mid-handler too (AckWait expiry), not only on Naks.
+		MaxDeliver:    c.MaxDeliver,
+		DeliverPolicy: jetstream.DeliverAllPolicy,
 	})
 	if err != nil {
 		return fmt.Errorf("control consumer for %s: %w", c.Seam.Self, err)
@@ -159,15 +203,35 @@ func (c *Control) dispatch(ctx context.Context, a accepted) {
 		_ = msg.Ack()
 		return
 	}
-	switch err := h(ctx, env, attachment); {
-	case err == nil:
+	err := h(ctx, env, attachment)
+	if err == nil {
 		_ = msg.Ack()
-	case errors.Is(err, ErrPermanent):
-		logger.Error("control: message refused", "kind", env.Kind, "from", env.From, "id", env.ID, "err", err)
-		_ = msg.Term()
+		return
+	}
+	delivered := uint64(1)
+	if meta, merr := msg.Metadata(); merr == nil {
+		delivered = meta.NumDelivered
+	}
+	switch {
+	case Permanent(err):
+		c.dead(msg, env, "permanent", delivered, err)
+	case delivered >= uint64(c.MaxDeliver):
+		c.dead(msg, env, "max_deliver", delivered, err)
 	default:
-		logger.Warn("control: handler failed, will retry", "kind", env.Kind, "from", env.From, "id", env.ID, "err", err)
-		_ = msg.NakWithDelay(2 * time.Second)
+		delay := RetryDelay(c.RetryBase, delivered)
+		logger.Warn("control: handler failed, will retry", "kind", env.Kind, "from", env.From, "id", env.ID,
+			"delivery", delivered, "max_deliver", c.MaxDeliver, "retry_in", delay, "err", err)
+		_ = msg.NakWithDelay(delay)
+	}
+}
+
+// dead gives up on a message: an ALARM log line naming it (the record), the counter, and Term.
+func (c *Control) dead(msg jetstream.Msg, env Envelope, reason string, delivered uint64, err error) {
+	c.logger().Error("control: ALARM dead message: given up, never retried", "reason", reason, "kind", env.Kind,
+		"from", env.From, "id", env.ID, "deliveries", delivered, "err", err)
+	_ = msg.Term()
+	if c.OnDead != nil {
+		c.OnDead(env, reason)
 	}
 }
 

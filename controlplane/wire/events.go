@@ -113,3 +113,28 @@ func DecodeEvent(header nats.Header, data []byte) (store.EventCopy, error) {
 	}
 	return e, nil
 }
+
+// eventHeaderFixedBytes bounds the headers of an event message other than the escaped tenant,
+// stream id, type and metadata: header names, the NATS/1.0 preamble, the message id (origin and
+// sequence), uuid, sequences, version, flags and timestamp (~450 bytes, measured; rounded up).
+const eventHeaderFixedBytes = 1024
+
+// EventOverheadBytes bounds what an event message carries beside its payload, given the limits
+// the door enforces: headers whose tenant, stream id, type (and the subject's type token) may
+// triple in size when escaped, metadata likewise. The broker's max_payload counts headers and
+// payload together, so a payload limit above max_payload minus this could be stored and never
+// published.
+func EventOverheadBytes(maxIDBytes, maxMetadataBytes int) int {
+	return eventHeaderFixedBytes + 3*(4*maxIDBytes+maxMetadataBytes)
+}
+
+// CheckPayloadLimit refuses a payload limit the broker (its max_payload) could not carry once the
+// envelope is added.
+func CheckPayloadLimit(maxPayloadBytes, maxIDBytes, maxMetadataBytes int, brokerMaxPayload int64) error {
+	overhead := EventOverheadBytes(maxIDBytes, maxMetadataBytes)
+	if int64(maxPayloadBytes+overhead) > brokerMaxPayload {
+		return fmt.Errorf("streamseal.limits max_payload_bytes %d plus the event envelope (up to %d bytes with max_id_bytes %d and max_metadata_bytes %d) exceeds the NATS server's max_payload %d: lower it to at most %d (the SQL function streamseal.set_limits) or raise max_payload",
+			maxPayloadBytes, overhead, maxIDBytes, maxMetadataBytes, brokerMaxPayload, brokerMaxPayload-int64(overhead))
+	}
+	return nil
+}

@@ -26,7 +26,9 @@ declare
     distinct_ids bigint;
     first_bad bigint;
     bad record;
+    lim record;
 begin
+    select * into lim from streamseal.limits();
     select s.name into self from streamseal.service s;
     if self is null then
         perform streamseal.service_name(); -- raises the "no service name" error
@@ -35,13 +37,14 @@ begin
     -- GUARD: every event complete, flags known, one content per id. One pass when all is well.
     select pg_catalog.count(e.event_id), pg_catalog.count(distinct e.event_id),
            pg_catalog.min(e.position) filter (where streamseal._event_problem(
-               e.tenant, e.stream_id, e.stream_version, e.event_type, e.flags, e.payload) is not null)
+               e.tenant, e.stream_id, e.stream_version, e.event_type, e.flags, e.payload, e.metadata,
+               lim.max_payload_bytes, lim.max_id_bytes, lim.max_metadata_bytes) is not null)
     into given_ids, distinct_ids, first_bad
     from pg_catalog.unnest(append.events) with ordinality as e(event_id, tenant, stream_id, stream_version,
          event_type, flags, payload, metadata, occurred_at, position);
     if first_bad is not null then
         select e.event_id, streamseal._event_problem(e.tenant, e.stream_id, e.stream_version, e.event_type,
-               e.flags, e.payload) as problem
+               e.flags, e.payload, e.metadata, lim.max_payload_bytes, lim.max_id_bytes, lim.max_metadata_bytes) as problem
         into bad
         from pg_catalog.unnest(append.events) with ordinality as e(event_id, tenant, stream_id, stream_version,
              event_type, flags, payload, metadata, occurred_at, position)

@@ -19,7 +19,9 @@ as $$
 declare
     self text := streamseal.service_name();
     bad record;
+    lim record;
 begin
+    select * into lim from streamseal.limits();
     -- GUARD: every copy carries its origin's identity and passes the checks an own event does.
     select c.position, c.event_id, case
         when c.event_id is null then 'event_id is required'
@@ -28,14 +30,16 @@ begin
         when c.origin = self then pg_catalog.format('origin "%s" is this service: a copy cannot claim it', c.origin)
         when c.origin_seq is null or c.origin_seq < 1 then 'origin_seq is required (>= 1)'
         when c.type_seq is null or c.type_seq < 1 then 'type_seq is required (>= 1)'
-        else streamseal._event_problem(c.tenant, c.stream_id, c.stream_version, c.event_type, c.flags, c.payload)
+        else streamseal._event_problem(c.tenant, c.stream_id, c.stream_version, c.event_type, c.flags, c.payload,
+             c.metadata, lim.max_payload_bytes, lim.max_id_bytes, lim.max_metadata_bytes)
     end as problem
     into bad
     from pg_catalog.unnest(ingest.copies) with ordinality as c(event_id, origin, origin_seq, type_seq, tenant,
          stream_id, stream_version, event_type, flags, payload, metadata, occurred_at, position)
     where c.event_id is null or c.origin is null or c.origin !~ '^[a-z][a-z0-9-]{0,62}$' or c.origin = self
        or c.origin_seq is null or c.origin_seq < 1 or c.type_seq is null or c.type_seq < 1
-       or streamseal._event_problem(c.tenant, c.stream_id, c.stream_version, c.event_type, c.flags, c.payload) is not null
+       or streamseal._event_problem(c.tenant, c.stream_id, c.stream_version, c.event_type, c.flags, c.payload,
+             c.metadata, lim.max_payload_bytes, lim.max_id_bytes, lim.max_metadata_bytes) is not null
     order by c.position
     limit 1;
     if found then

@@ -10,6 +10,7 @@
 {{ template "service.sql" . }}
 {{ template "backoff.sql" . }}
 {{ template "version.sql" . }}
+{{ template "limits.sql" . }}
 {{ template "event_checks.sql" . }}
 {{ template "digest.sql" . }}
 {{ template "epoch_fold.sql" . }}
@@ -18,6 +19,7 @@
 {{ template "append.sql" . }}
 {{ template "ingest.sql" . }}
 {{ template "stamp.sql" . }}
+{{ template "quarantine.sql" . }}
 {{ template "close_stream.sql" . }}
 {{ template "reap_ephemeral.sql" . }}
 {{ template "verify_digests.sql" . }}

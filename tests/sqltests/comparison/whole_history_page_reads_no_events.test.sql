@@ -9,7 +9,7 @@ select streamseal.set_service_name('cmp-gate');
 
 -- 4000 copies over 400 streams of one type; the page covers the first stream only.
 select count(*) from streamseal.ingest(array(
-    select streamseal_test.copy('gate-origin', i, i, 's' || lpad((i % 400)::text, 3, '0'), i / 400, 'gate.type',
+    select streamseal_test.copy('gate-origin', i, i, 's' || lpad((i % 400)::text, 3, '0'), i / 400 + 1, 'gate.type',
                                 event_id => streamseal_test.uid(i))
     from generate_series(1, 4000) i));
 

@@ -13,7 +13,7 @@ select throws_ok(
     '42501', 'permission denied for function _h0',
     'a private helper refuses the application role');
 select throws_ok(
-    $$ select streamseal._event_problem('t1', 's1', 1, 'thing.happened', 0, '\x7b7d'::bytea) $$,
+    $$ select streamseal._event_problem('t1', 's1', 1, 'thing.happened', 0, '\x7b7d'::bytea, null, 1, 1, 1) $$,
     '42501', 'permission denied for function _event_problem',
     'the append guard''s helper refuses the application role');
 select throws_ok(

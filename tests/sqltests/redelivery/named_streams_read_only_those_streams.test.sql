@@ -9,7 +9,7 @@ select streamseal.set_service_name('redeliver-streams');
 
 -- 4000 own events over 200 streams (20 each), types a and b alternating by stream.
 select streamseal.append(array(
-    select streamseal_test.own('s' || lpad((i % 200)::text, 3, '0'), i / 200, case when i % 2 = 0 then 'a' else 'b' end,
+    select streamseal_test.own('s' || lpad((i % 200)::text, 3, '0'), i / 200 + 1, case when i % 2 = 0 then 'a' else 'b' end,
                                event_id => streamseal_test.uid(i))
     from generate_series(0, 3999) i));
 select count(*) from streamseal.stamp();
@@ -24,11 +24,11 @@ select streamseal_test.rows_read('events') as n;
 
 select results_eq(
     $$ select stream_id, count(*)::int, min(stream_version), max(stream_version) from page group by stream_id order by stream_id $$,
-    $$ values ('s010', 20, 0::bigint, 19::bigint), ('s020', 10, 0::bigint, 9::bigint) $$,
+    $$ values ('s010', 20, 1::bigint, 20::bigint), ('s020', 10, 1::bigint, 10::bigint) $$,
     'fixture: a page of 30 in (stream, version) order, from the named streams of the asked type only');
 select results_eq(
     $$ select count(*)::int from streamseal.select_redelivery(array['t1'], array['a'], streams => array['s010', 's020', 's021'],
-           from_seq => 1, to_seq => 4001, after_stream => 's020', after_version => 9, max_events => 30) $$,
+           from_seq => 1, to_seq => 4001, after_stream => 's020', after_version => 10, max_events => 30) $$,
     $$ values (10) $$,
     'the next page continues after the keyset');
 select cmp_ok((select n from read_after) - (select n from read_before), '<=', 60::bigint,

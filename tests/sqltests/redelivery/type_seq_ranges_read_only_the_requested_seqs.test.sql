@@ -9,7 +9,7 @@ select streamseal.set_service_name('redeliver-seqs');
 
 -- 4000 own events of one lane (tenant t1, type a) over 200 streams.
 select streamseal.append(array(
-    select streamseal_test.own('s' || lpad((i % 200)::text, 3, '0'), i / 200, 'a', event_id => streamseal_test.uid(i))
+    select streamseal_test.own('s' || lpad((i % 200)::text, 3, '0'), i / 200 + 1, 'a', event_id => streamseal_test.uid(i))
     from generate_series(0, 3999) i));
 select count(*) from streamseal.stamp();
 
