@@ -28,7 +28,8 @@ declare
     bad record;
     lim record;
 begin
-    select * into lim from streamseal.limits();
+    -- The table, not limits(): a function with a SET clause costs a call per batch on the hot path.
+    select l.max_payload_bytes, l.max_id_bytes, l.max_metadata_bytes into lim from streamseal.limits l;
     select s.name into self from streamseal.service s;
     if self is null then
         perform streamseal.service_name(); -- raises the "no service name" error
