@@ -213,6 +213,14 @@ func AuditScatter(ctx context.Context, newDB harness.NewDatabase, opts ScatterOp
 		fmt.Fprintf(out, "  %d losses (%d streams): rounds %s\n", losses, r.StreamsHit, roundsText(r))
 	}
 	writeScatterTable(out, results)
+	// The baseline is the smallest size of the same run: growth with the damage, not the store.
+	if first, last := results[0], results[len(results)-1]; len(results) > 1 {
+		fmt.Fprintf(out, "from %d to %d losses (%.0fx the damage, same store): wire bytes %.1fx (manifest %.1fx, repair %.1fx), rounds %d -> %d\n",
+			first.Losses, last.Losses, float64(last.Losses)/float64(first.Losses),
+			float64(last.ManifestBytes+last.RepairBytes)/float64(first.ManifestBytes+first.RepairBytes),
+			float64(last.ManifestBytes)/float64(first.ManifestBytes), float64(last.RepairBytes)/float64(first.RepairBytes),
+			first.Rounds, last.Rounds)
+	}
 	return results, nil
 }
 
