@@ -209,8 +209,32 @@ func AuditScatter(ctx context.Context, newDB harness.NewDatabase, opts ScatterOp
 		}
 		r.Took = time.Since(start)
 		r.ManifestBytes, r.RepairBytes = manifestBytes.Load(), repairBytes.Load()
+		if r.Converged {
+			// The proof round (not counted): the audit after convergence reports all-clear and
+			// heals the repair ledger. Without it the ledger keeps each repaired bucket's last
+			// signature and backoff, and a later size that loses the same event again looks
+			// like the same unhealed bucket, held until the backoff (5 min) expires: measured,
+			// 14 buckets of the 10 000 size stuck behind the 1000 size's rows.
+			findings, err := consumer.Auditor.Run(ctx, audit.Scope{Full: true})
+			if err != nil {
+				return nil, err
+			}
+			var ledgered int
+			if err := consumer.Pool.QueryRow(ctx, "select count(*) from streamseal.repair_ledger").Scan(&ledgered); err != nil {
+				return nil, err
+			}
+			if len(findings) != 1 || len(findings[0].Unresolved) != 0 || len(findings[0].Divergent) != 0 || ledgered != 0 {
+				return nil, fmt.Errorf("%d losses: the audit after convergence found %+v with %d ledger rows left; want all-clear and an empty ledger",
+					losses, findings, ledgered)
+			}
+		}
 		results = append(results, r)
 		fmt.Fprintf(out, "  %d losses (%d streams): rounds %s\n", losses, r.StreamsHit, roundsText(r))
+		if !r.Converged {
+			if err := writeResidue(ctx, out, originName, origin.Pool, consumer.Pool); err != nil {
+				return nil, err
+			}
+		}
 	}
 	writeScatterTable(out, results)
 	// The baseline is the smallest size of the same run: growth with the damage, not the store.
@@ -304,4 +328,60 @@ func scatterFigures(results []ScatterResult) string {
 	}
 	return fmt.Sprintf("scatter_rounds_%s=%d scatter_bytes_per_loss=%.0f", size, rounds,
 		float64(last.ManifestBytes+last.RepairBytes)/float64(last.Losses))
+}
+
+// writeResidue says what is left when a size did not converge: the stream buckets that still
+// differ, and what the consumer's repair ledger and sent requests say about them.
+func writeResidue(ctx context.Context, out io.Writer, originName string, origin, consumer *pgxpool.Pool) error {
+	const q = `select stream_id, event_type, x0, x1, n from streamseal.stream_digests where origin = $1`
+	type bucket struct{ stream, eventType string }
+	type fold struct{ x0, x1, n int64 }
+	read := func(pool *pgxpool.Pool) (map[bucket]fold, error) {
+		rows, err := pool.Query(ctx, q, originName)
+		if err != nil {
+			return nil, err
+		}
+		defer rows.Close()
+		m := map[bucket]fold{}
+		for rows.Next() {
+			var b bucket
+			var f fold
+			if err := rows.Scan(&b.stream, &b.eventType, &f.x0, &f.x1, &f.n); err != nil {
+				return nil, err
+			}
+			m[b] = f
+		}
+		return m, rows.Err()
+	}
+	want, err := read(origin)
+	if err != nil {
+		return err
+	}
+	have, err := read(consumer)
+	if err != nil {
+		return err
+	}
+	var streams []string
+	missing := int64(0)
+	for b, f := range want {
+		if have[b] != f {
+			streams = append(streams, b.stream)
+			missing += f.n - have[b].n
+		}
+	}
+	var ledgered, requested, spent int
+	if err := consumer.QueryRow(ctx, `
+		select count(*), count(*) filter (where attempts > 0), count(*) filter (where exhausted_at is not null)
+		from streamseal.repair_ledger where origin = $1 and stream_id = any($2)`, originName, streams).Scan(&ledgered, &requested, &spent); err != nil {
+		return err
+	}
+	var named int
+	if err := consumer.QueryRow(ctx, `
+		select count(distinct s) from streamseal.sent_requests r, jsonb_array_elements_text(r.request -> 'streams') s
+		where s = any($1)`, streams).Scan(&named); err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "  residue: %d stream buckets still differ (%d events short); %d of them in the repair ledger (%d requested, %d budget spent); %d named by a sent request\n",
+		len(streams), missing, ledgered, requested, spent, named)
+	return nil
 }
