@@ -58,25 +58,33 @@ func appendOrders(t *testing.T, s *harness.Service, n, streams int) {
 	appendStreams(t, s, n, streams, "order")
 }
 
-// appendStreams is appendOrders with its own stream names (prefix-NN).
+// appendStreams is appendOrders with its own stream names (prefix-NN), in transactions of 20.
 func appendStreams(t *testing.T, s *harness.Service, n, streams int, prefix string) {
 	t.Helper()
+	events := streamEvents(n, streams, prefix)
+	for len(events) > 0 {
+		batch := events[:min(20, len(events))]
+		events = events[len(batch):]
+		if _, err := store.EventsAppend(context.Background(), s.Pool, batch); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// streamEvents are the n events appendStreams appends: event i in stream prefix-(i mod streams)
+// at its next version, of type i mod len(eventTypes).
+func streamEvents(n, streams int, prefix string) []store.NewEvent {
 	versions := map[string]int64{}
-	var batch []store.NewEvent
+	var out []store.NewEvent
 	for i := range n {
 		stream := fmt.Sprintf("%s-%02d", prefix, i%streams)
 		versions[stream]++
-		batch = append(batch, store.NewEvent{EventID: uuid.New(), Tenant: "acme", StreamID: stream,
+		out = append(out, store.NewEvent{EventID: uuid.New(), Tenant: "acme", StreamID: stream,
 			StreamVersion: versions[stream], EventType: eventTypes[i%len(eventTypes)],
 			Payload:  []byte(fmt.Sprintf(`{ "order": %d,  "line": %d }`, i%streams, i)), // odd spacing: bytes must survive untouched
 			Metadata: []byte(`{"trace":"` + uuid.NewString() + `"}`)})
-		if len(batch) == 20 || i == n-1 {
-			if _, err := store.EventsAppend(context.Background(), s.Pool, batch); err != nil {
-				t.Fatal(err)
-			}
-			batch = nil
-		}
 	}
+	return out
 }
 
 // waitFor polls a witness until it holds; the deadline is a failsafe, not the assertion.
