@@ -4,15 +4,21 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
 
 	"github.com/streamseal/streamseal/controlplane/config"
+	"github.com/streamseal/streamseal/controlplane/store"
 	"github.com/streamseal/streamseal/internal/pgcluster"
 )
 
@@ -45,7 +51,9 @@ type result struct {
 // environment the tests run in).
 func streamseal(t *testing.T, env []string, args ...string) result {
 	t.Helper()
-	cmd := exec.Command(binary, args...)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute) // a failsafe against a hang
+	defer cancel()
+	cmd := exec.CommandContext(ctx, binary, args...)
 	for _, kv := range os.Environ() {
 		if !strings.HasPrefix(kv, "STREAMSEAL_") {
 			cmd.Env = append(cmd.Env, kv)
@@ -215,5 +223,143 @@ func TestUnmigratedDatabaseSaysRunMigrate(t *testing.T) {
 		if r.code != 1 || !strings.Contains(r.stderr, "not migrated: run `streamseal migrate`") {
 			t.Errorf("%s: exit %d, stderr %q; want exit 1 saying not migrated: run `streamseal migrate`", args[0], r.code, r.stderr)
 		}
+	}
+}
+
+// silentListener accepts TCP connections and never answers: a database or broker that hangs.
+func silentListener(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var conns []net.Conn
+	var mu sync.Mutex
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns = append(conns, c)
+			mu.Unlock()
+		}
+	}()
+	t.Cleanup(func() {
+		ln.Close()
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range conns {
+			c.Close()
+		}
+	})
+	return ln.Addr().String()
+}
+
+// Invariant 13's start-up half: a database that accepts TCP and never answers once hung migrate
+// and run for ever. migrate fails within the default connect timeout; run, which retries while a
+// dependency is unreachable, fails when its start-up timeout passes, naming the database.
+func TestSilentDatabaseFailsWithinTheConnectTimeout(t *testing.T) {
+	t.Parallel()
+	url := "postgres://nobody@" + silentListener(t) + "/none"
+	r := streamseal(t, nil, "migrate", "--database-url", url)
+	if r.code != 1 || !strings.Contains(r.stderr, "connect to database") || !strings.Contains(r.stderr, "timeout") {
+		t.Errorf("migrate: exit %d, stderr %q; want exit 1 naming a connect timeout", r.code, r.stderr)
+	}
+	r = streamseal(t, nil, "run", "--database-url", url+"?connect_timeout=1", "--nats-url", "nats://127.0.0.1:1", "--start-timeout", "3s")
+	if r.code != 1 || !strings.Contains(r.stderr, "database unreachable") || !strings.Contains(r.stderr, "--start-timeout") {
+		t.Errorf("run: exit %d, stderr %q; want exit 1 saying the database stayed unreachable for --start-timeout", r.code, r.stderr)
+	}
+}
+
+// migratedDatabase starts a throwaway cluster and migrates its postgres database with the binary.
+func migratedDatabase(t *testing.T) string {
+	t.Helper()
+	cluster, err := pgcluster.Start(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cluster.Stop() })
+	url := cluster.URL("postgres")
+	if r := streamseal(t, nil, "migrate", "--database-url", url); r.code != 0 {
+		t.Fatalf("migrate: exit %d, stderr %q", r.code, r.stderr)
+	}
+	return url
+}
+
+// Invariant 13: run once wrote the service name, subscriptions and grants and only then found
+// NATS unreachable. Now it waits (with backoff, up to --start-timeout) for both dependencies and
+// writes nothing until both answer; the password in the NATS URL appears nowhere in its output.
+func TestUnreachableNATSAtStartWritesNothing(t *testing.T) {
+	t.Parallel()
+	url := migratedDatabase(t)
+	r := streamseal(t, nil, "run", "--database-url", url, "--service", "orders", "--consumes", "order.placed",
+		"--grant", "billing=order.placed", "--nats-url", "nats://ops:s3cret-pw@"+silentListener(t), "--start-timeout", "3s")
+	if r.code != 1 || !strings.Contains(r.stderr, "NATS unreachable") {
+		t.Fatalf("run: exit %d, stderr %q; want exit 1 saying NATS stayed unreachable", r.code, r.stderr)
+	}
+	if strings.Contains(r.stdout+r.stderr, "s3cret-pw") {
+		t.Errorf("the NATS password appears in run's output: %s%s", r.stdout, r.stderr)
+	}
+	pool, err := store.Open(context.Background(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	if name, err := store.ServiceName(context.Background(), pool); !errors.Is(err, store.ErrNotNamed) {
+		t.Fatalf("after a failed start the database names the service %q (err %v); want nothing written", name, err)
+	}
+	subs, err := store.Subscriptions(context.Background(), pool)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(subs) != 0 {
+		t.Fatalf("after a failed start the database holds subscriptions %v; want nothing written", subs)
+	}
+}
+
+// A wrong NATS password fails at once (no retry can fix it) and neither the error nor the
+// start-up log line shows the password.
+func TestWrongNATSPasswordIsNotPrinted(t *testing.T) {
+	t.Parallel()
+	url := migratedDatabase(t)
+	srv, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: server.RANDOM_PORT, NoLog: true, NoSigs: true,
+		Username: "ops", Password: "right-pw"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	go srv.Start()
+	t.Cleanup(srv.Shutdown)
+	if !srv.ReadyForConnections(10 * time.Second) {
+		t.Fatal("NATS did not start")
+	}
+	natsURL := "nats://ops:wrong-pw@" + srv.Addr().String()
+	r := streamseal(t, nil, "run", "--database-url", url, "--service", "orders", "--nats-url", natsURL, "--start-timeout", "1m")
+	if r.code != 1 || !strings.Contains(r.stderr, "Authorization Violation") {
+		t.Fatalf("run: exit %d, stderr %q; want exit 1 naming the authorization failure", r.code, r.stderr)
+	}
+	if !strings.Contains(r.stdout+r.stderr, "nats://ops:xxxxx@") {
+		t.Errorf("run's output does not show the NATS URL redacted (nats://ops:xxxxx@…): %s%s", r.stdout, r.stderr)
+	}
+	if strings.Contains(r.stdout+r.stderr, "wrong-pw") {
+		t.Errorf("the NATS password appears in run's output: %s%s", r.stdout, r.stderr)
+	}
+}
+
+// A --metrics-addr that cannot be bound once only logged, and run went on without /metrics or
+// /readyz. It is a start-up error naming the flag.
+func TestBusyMetricsAddrIsAStartUpError(t *testing.T) {
+	t.Parallel()
+	url := migratedDatabase(t)
+	busy, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Close()
+	r := streamseal(t, nil, "run", "--database-url", url, "--service", "orders", "--nats-data-dir", t.TempDir(),
+		"--metrics-addr", busy.Addr().String())
+	if r.code != 1 || !strings.Contains(r.stderr, "--metrics-addr "+busy.Addr().String()) {
+		t.Fatalf("run: exit %d, stderr %q; want exit 1 naming --metrics-addr", r.code, r.stderr)
 	}
 }

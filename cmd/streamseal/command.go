@@ -84,13 +84,21 @@ func (b *commandBase) base() *commandBase { return b }
 // openDatabase opens this service's database (a pool whose connections know streamseal's row
 // types) and refuses one that was never migrated, saying what to run.
 func (b *commandBase) openDatabase(ctx context.Context, databaseURL string) error {
+	if err := b.openPool(ctx, databaseURL); err != nil {
+		return err
+	}
+	return store.SchemaMigrated(ctx, b.Pool)
+}
+
+// openPool opens this service's database without checking that it was migrated.
+func (b *commandBase) openPool(ctx context.Context, databaseURL string) error {
 	pool, err := store.Open(ctx, databaseURL)
 	if err != nil {
 		return err
 	}
 	b.Pool = pool
 	b.onClose(pool.Close)
-	return store.SchemaMigrated(ctx, pool)
+	return nil
 }
 
 // readService reads this service's name from its database.

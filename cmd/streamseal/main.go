@@ -17,6 +17,7 @@ import (
 	"syscall"
 
 	"github.com/streamseal/streamseal/controlplane/config"
+	"github.com/streamseal/streamseal/controlplane/redact"
 )
 
 // commands are streamseal's commands, in the order its usage lists them.
@@ -58,7 +59,7 @@ func main() {
 		}
 		os.Exit(2)
 	default:
-		fmt.Fprintln(os.Stderr, "streamseal:", err)
+		fmt.Fprintln(os.Stderr, "streamseal:", redact.String(err.Error())) // a wrapped URL keeps no secret
 		os.Exit(1)
 	}
 }

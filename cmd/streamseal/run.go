@@ -5,12 +5,18 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"net"
 	"net/http"
+	"strings"
 	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/nats-io/nats.go"
 
 	"github.com/streamseal/streamseal/controlplane/config"
 	"github.com/streamseal/streamseal/controlplane/inbox"
 	"github.com/streamseal/streamseal/controlplane/node"
+	"github.com/streamseal/streamseal/controlplane/redact"
 	"github.com/streamseal/streamseal/controlplane/store"
 	"github.com/streamseal/streamseal/controlplane/wire"
 )
@@ -43,9 +49,55 @@ func (o *runOpts) Validate() error { return o.ValidateFor(config.CommandRun) }
 type runCmd struct{ commandBase }
 
 func (c *runCmd) Run(ctx context.Context, o *runOpts) error {
-	if err := c.openDatabase(ctx, o.DatabaseURL); err != nil {
+	natsURL := o.NATSURL
+	if natsURL == "" {
+		natsURL = "embedded"
+	}
+	c.Logger.Info("streamseal run: starting", "database", redact.String(o.DatabaseURL), "nats", redact.String(natsURL),
+		"start_timeout", o.StartTimeout)
+
+	// Reach both dependencies first, retrying what is unreachable for up to --start-timeout, and
+	// write nothing (service name, subscriptions, grants) until both answer (invariant 13).
+	startCtx, cancel := context.WithTimeout(ctx, o.StartTimeout)
+	defer cancel()
+	if err := c.startWith(startCtx, o, "database", func() error { return c.openPool(startCtx, o.DatabaseURL) }, retryableDatabaseError); err != nil {
 		return err
 	}
+	if err := store.SchemaMigrated(ctx, c.Pool); err != nil {
+		return err
+	}
+	service := o.Service
+	if service == "" {
+		if err := c.readService(ctx); err != nil {
+			return fmt.Errorf("%w (pass --service)", err)
+		}
+		service = c.Service
+	}
+	url := o.NATSURL
+	if url == "" {
+		embedded, err := wire.StartEmbedded(o.NATSDataDir)
+		if err != nil {
+			return err
+		}
+		c.onClose(embedded.Shutdown)
+		url = embedded.URL()
+		c.Logger.Info("streamseal run: embedded NATS started", "url", url, "data_dir", o.NATSDataDir)
+	}
+	if err := c.startWith(startCtx, o, "NATS", func() error { return c.connectNATS(url, service) }, retryableNATSError); err != nil {
+		return err
+	}
+	// Bind the metrics address before anything is written or started: one that cannot be bound is
+	// a start-up error, not a control plane running without /metrics and /readyz.
+	var metricsListener net.Listener
+	if o.MetricsAddr != "" {
+		ln, err := net.Listen("tcp", o.MetricsAddr)
+		if err != nil {
+			return fmt.Errorf("--metrics-addr %s: %w", o.MetricsAddr, err)
+		}
+		metricsListener = ln
+		c.onClose(func() { ln.Close() })
+	}
+
 	if o.Service != "" {
 		if err := store.ServiceNameSet(ctx, c.Pool, o.Service); err != nil {
 			return err
@@ -64,19 +116,6 @@ func (c *runCmd) Run(ctx context.Context, o *runOpts) error {
 			return fmt.Errorf("--grant %s: %w", grantee, err)
 		}
 	}
-	url := o.NATSURL
-	if url == "" {
-		embedded, err := wire.StartEmbedded(o.NATSDataDir)
-		if err != nil {
-			return err
-		}
-		c.onClose(embedded.Shutdown)
-		url = embedded.URL()
-		c.Logger.Info("streamseal run: embedded NATS started", "url", url, "data_dir", o.NATSDataDir)
-	}
-	if err := c.connectNATS(url, c.Service); err != nil {
-		return err
-	}
 	var suppress inbox.Suppress
 	if o.faults != nil {
 		if suppress = o.faults(); suppress != nil {
@@ -90,17 +129,58 @@ func (c *runCmd) Run(ctx context.Context, o *runOpts) error {
 	if err := n.Start(ctx); err != nil {
 		return err
 	}
-	if o.MetricsAddr != "" {
-		srv := &http.Server{Addr: o.MetricsAddr, Handler: n.Metrics.Handler(), ReadHeaderTimeout: 5 * time.Second}
+	if metricsListener != nil {
+		srv := &http.Server{Handler: n.Metrics.Handler(), ReadHeaderTimeout: 5 * time.Second}
 		go func() {
-			if err := srv.ListenAndServe(); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			if err := srv.Serve(metricsListener); err != nil && !errors.Is(err, http.ErrServerClosed) {
 				c.Logger.Error("streamseal run: metrics server failed", "addr", o.MetricsAddr, "err", err)
 			}
 		}()
 		defer srv.Close()
 		c.Logger.Info("streamseal run: serving /metrics, /healthz, /readyz", "addr", o.MetricsAddr)
 	}
-	c.Logger.Info("streamseal run: control plane started", "service", c.Service, "nats", url)
+	c.Logger.Info("streamseal run: control plane started", "service", c.Service, "nats", redact.String(url))
 	n.Wait()
 	return n.Err()
+}
+
+// Start-up backoff: the first retry waits startBackoffFirst, each next one twice as long, at most
+// startBackoffMax, until --start-timeout passes.
+const (
+	startBackoffFirst = 250 * time.Millisecond
+	startBackoffMax   = 5 * time.Second
+)
+
+// startWith runs connect until it succeeds, fails for a reason a retry cannot fix (retryable
+// says), or ctx ends (--start-timeout), backing off between attempts and logging each failure.
+func (c *runCmd) startWith(ctx context.Context, o *runOpts, what string, connect func() error, retryable func(error) bool) error {
+	wait := startBackoffFirst
+	for {
+		err := connect()
+		if err == nil {
+			return nil
+		}
+		if !retryable(err) {
+			return err
+		}
+		c.Logger.Warn("streamseal run: waiting for "+what, "err", redact.String(err.Error()), "retry_in", wait)
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%s unreachable for --start-timeout %s: %w", what, o.StartTimeout, err)
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, startBackoffMax)
+	}
+}
+
+// retryableDatabaseError: no server answered (refused, timed out, unreachable). A server that
+// answered with an error (a wrong password, a missing database) is not retried.
+func retryableDatabaseError(err error) bool {
+	var pgErr *pgconn.PgError
+	return !errors.As(err, &pgErr)
+}
+
+// retryableNATSError: no server answered, or it timed out; an authorization failure is final.
+func retryableNATSError(err error) bool {
+	return !errors.Is(err, nats.ErrAuthorization) && !strings.Contains(strings.ToLower(err.Error()), "authorization")
 }

@@ -34,6 +34,7 @@ const (
 	RepairMaxEventsDefault = redelivery.MaxEventsPerRequestDefault // repair: ask for what an origin serves by default
 	RepairTimeoutDefault   = 10 * time.Minute                      // repair: give up after
 	DemoMetricsAddrDefault = "127.0.0.1:9464"                      // demo --keep: orders' metrics address
+	StartTimeoutDefault    = time.Minute                           // run: wait this long for the database and NATS
 )
 
 // Options holds the value of every option of every command: the control plane's Config (run,
@@ -49,6 +50,7 @@ type Options struct {
 	Consumes        []string      // run
 	Grants          Grants        // run
 	MetricsAddr     string        // run
+	StartTimeout    time.Duration // run
 	Origin          string        // repair, audit
 	Types           []string      // repair
 	Tenants         []string      // repair
@@ -234,6 +236,9 @@ func commandOptions(o *Options) []Option {
 			Unset: "off",
 			Help:  "serve /metrics, /healthz and /readyz on this address, e.g. :9464",
 			value: text(&o.MetricsAddr, "")},
+		{Flag: "start-timeout", Env: "STREAMSEAL_START_TIMEOUT", Commands: []string{run},
+			Help:  "at start, retry an unreachable database or NATS with backoff for this long, writing nothing until both answer",
+			value: durationIn(&o.StartTimeout, StartTimeoutDefault, time.Second, 24*time.Hour)},
 		{Flag: "origin", Commands: []string{repair, audit}, Required: []string{repair},
 			Unset: "audit: every known origin",
 			Help:  "the origin service that repair asks, or the one origin audit audits",

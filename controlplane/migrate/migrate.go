@@ -17,6 +17,7 @@ import (
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 	"github.com/riverqueue/river/rivermigrate"
 
+	"github.com/streamseal/streamseal/controlplane/store"
 	streamsql "github.com/streamseal/streamseal/sql"
 )
 
@@ -113,9 +114,14 @@ func quietLogger() *slog.Logger {
 
 // MigrateURL connects to databaseURL, migrates it and disconnects.
 func MigrateURL(ctx context.Context, databaseURL string) (Result, error) {
-	conn, err := pgx.Connect(ctx, databaseURL)
+	cfg, err := pgx.ParseConfig(databaseURL)
 	if err != nil {
-		return Result{}, fmt.Errorf("connect: %w", err)
+		return Result{}, fmt.Errorf("parse database URL: %w", err)
+	}
+	store.DefaultConnectTimeout(cfg)
+	conn, err := pgx.ConnectConfig(ctx, cfg)
+	if err != nil {
+		return Result{}, fmt.Errorf("connect to database: %w", err)
 	}
 	defer conn.Close(context.WithoutCancel(ctx))
 	return Migrate(ctx, conn)

@@ -19,11 +19,12 @@ type InboxReject struct {
 	Payload []byte
 }
 
-// InboxRejectRecord records a rejected message.
+// InboxRejectRecord records a rejected message through streamseal.inbox_reject_record, which
+// counts it under its reason and keeps it only as part of a bounded sample: at most a prefix of
+// the body and headers, a capped number of rows per reason, none older than the age cap
+// (streamseal.inbox_reject_caps).
 func InboxRejectRecord(ctx context.Context, db Querier, r InboxReject) error {
-	if _, err := db.Exec(ctx, `
-		insert into streamseal.inbox_rejects (subject, origin, event_id, reason, headers, payload)
-		values ($1, $2, $3, $4, $5, $6)`, r.Subject, nullString(r.Origin), nullUUID(r.EventID), r.Reason, r.Headers, r.Payload); err != nil {
+	if _, err := db.Exec(ctx, "select streamseal.inbox_reject_record($1, $2, $3, $4, $5, $6)", r.Subject, nullString(r.Origin), nullUUID(r.EventID), r.Reason, r.Headers, r.Payload); err != nil {
 		return classify("record rejected message", err)
 	}
 	return nil

@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -63,12 +64,24 @@ func RegisterTypes(ctx context.Context, conn *pgx.Conn) error {
 	return nil
 }
 
+// ConnectTimeoutDefault bounds one connection attempt when the database URL sets no
+// connect_timeout: a server that accepts TCP and never answers once hung migrate and run for ever.
+const ConnectTimeoutDefault = 10 * time.Second
+
+// DefaultConnectTimeout gives cfg ConnectTimeoutDefault unless its URL set connect_timeout.
+func DefaultConnectTimeout(cfg *pgx.ConnConfig) {
+	if cfg.ConnectTimeout == 0 {
+		cfg.ConnectTimeout = ConnectTimeoutDefault
+	}
+}
+
 // Open returns a pool on databaseURL whose connections know streamseal's row types.
 func Open(ctx context.Context, databaseURL string) (*pgxpool.Pool, error) {
 	cfg, err := pgxpool.ParseConfig(databaseURL)
 	if err != nil {
 		return nil, fmt.Errorf("parse database URL: %w", err)
 	}
+	DefaultConnectTimeout(cfg.ConnConfig)
 	cfg.AfterConnect = RegisterTypes
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {

@@ -11,6 +11,8 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/streamseal/streamseal/controlplane/redact"
 )
 
 // Embedded is an in-process NATS server with JetStream, for single-machine use, tests and the
@@ -61,6 +63,10 @@ func (e *Embedded) Shutdown() {
 	e.srv.WaitForShutdown()
 }
 
+// ConnectTimeoutDefault bounds one attempt to reach a NATS server (dial and handshake): a server
+// that accepts TCP and never answers fails the attempt instead of hanging it.
+const ConnectTimeoutDefault = 5 * time.Second
+
 // Connect dials url as service, reconnecting forever: a control plane outlives broker restarts.
 func Connect(url, service string, logger *slog.Logger) (*nats.Conn, error) {
 	if logger == nil {
@@ -68,6 +74,7 @@ func Connect(url, service string, logger *slog.Logger) (*nats.Conn, error) {
 	}
 	nc, err := nats.Connect(url,
 		nats.Name("streamseal-"+service),
+		nats.Timeout(ConnectTimeoutDefault),
 		nats.MaxReconnects(-1),
 		nats.ReconnectWait(250*time.Millisecond),
 		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
@@ -78,7 +85,7 @@ func Connect(url, service string, logger *slog.Logger) (*nats.Conn, error) {
 		}),
 	)
 	if err != nil {
-		return nil, fmt.Errorf("connect to NATS %s: %w", url, err)
+		return nil, fmt.Errorf("connect to NATS %s: %w", redact.String(url), err)
 	}
 	return nc, nil
 }

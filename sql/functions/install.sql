@@ -18,6 +18,7 @@
 {{ template "event_triggers.sql" . }}
 {{ template "append.sql" . }}
 {{ template "ingest.sql" . }}
+{{ template "inbox_rejects.sql" . }}
 {{ template "stamp.sql" . }}
 {{ template "quarantine.sql" . }}
 {{ template "close_stream.sql" . }}
