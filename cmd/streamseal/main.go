@@ -37,6 +37,10 @@ var commands = []struct {
 		func(ctx context.Context, inv invocation) error { return execute(ctx, inv, &auditCmd{}, &auditOpts{}) }},
 	{spec{name: config.CommandStatus, summary: "per origin: liveness, seal, unhealed buckets, lanes (floor and holes); --json"},
 		func(ctx context.Context, inv invocation) error { return execute(ctx, inv, &statusCmd{}, &statusOpts{}) }},
+	{spec{name: config.CommandQuarantine, summary: "own events the relay set aside (why, since when); --requeue [--event-ids] publishes them again"},
+		func(ctx context.Context, inv invocation) error {
+			return execute(ctx, inv, &quarantineCmd{}, &quarantineOpts{})
+		}},
 	{spec{name: config.CommandDemo, summary: "a walk-through on a throwaway database: append, stamp, digests, verification"},
 		func(ctx context.Context, inv invocation) error { return execute(ctx, inv, &demoCmd{}, &demoOpts{}) }},
 	{spec{name: config.CommandBench, args: "<" + strings.Join(benchmarkNames(), "|") + ">", summary: "run a benchmark: bench write|epochs|repair|detect|audit [--quick]", about: benchAbout},

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/streamseal/streamseal/controlplane/config"
 	"github.com/streamseal/streamseal/controlplane/status"
@@ -25,5 +26,15 @@ func (c *statusCmd) Run(ctx context.Context, o *statusOpts) error {
 	if err != nil {
 		return err
 	}
-	return status.Print(c.Out, origins, o.JSON)
+	if err := status.Print(c.Out, origins, o.JSON); err != nil || o.JSON {
+		return err
+	}
+	// Own events the relay could not publish are named here too (invariant 13); the quarantine
+	// command lists them for machines and re-queues them.
+	quarantined, err := status.ReadQuarantine(ctx, c.Pool)
+	if err != nil || len(quarantined) == 0 {
+		return err
+	}
+	fmt.Fprintln(c.Out)
+	return status.PrintQuarantine(c.Out, quarantined, false)
 }

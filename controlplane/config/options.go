@@ -16,17 +16,18 @@ import (
 
 // The commands of the streamseal binary.
 const (
-	CommandMigrate = "migrate"
-	CommandRun     = "run"
-	CommandRepair  = "repair"
-	CommandAudit   = "audit"
-	CommandStatus  = "status"
-	CommandDemo    = "demo"
-	CommandBench   = "bench"
+	CommandMigrate    = "migrate"
+	CommandRun        = "run"
+	CommandRepair     = "repair"
+	CommandAudit      = "audit"
+	CommandStatus     = "status"
+	CommandQuarantine = "quarantine"
+	CommandDemo       = "demo"
+	CommandBench      = "bench"
 )
 
 // Commands lists every command, in the order help shows them.
-var Commands = []string{CommandMigrate, CommandRun, CommandRepair, CommandAudit, CommandStatus, CommandDemo, CommandBench}
+var Commands = []string{CommandMigrate, CommandRun, CommandRepair, CommandAudit, CommandStatus, CommandQuarantine, CommandDemo, CommandBench}
 
 // Defaults of the commands' own options.
 const (
@@ -59,7 +60,9 @@ type Options struct {
 	StateOnly       bool          // repair
 	Timeout         time.Duration // repair
 	Full            bool          // audit
-	JSON            bool          // status
+	JSON            bool          // status, quarantine
+	Requeue         bool          // quarantine: re-queue instead of listing
+	EventIDs        []string      // quarantine: the events to re-queue (none: every one)
 	Keep            bool          // demo
 	DemoMetricsAddr string        // demo
 	Quick           bool          // bench
@@ -203,8 +206,9 @@ func table(o *Options) []Option {
 func commandOptions(o *Options) []Option {
 	const (
 		migrate, run, repair, audit, status, demo, bench = CommandMigrate, CommandRun, CommandRepair, CommandAudit, CommandStatus, CommandDemo, CommandBench
+		quarantine                                       = CommandQuarantine
 	)
-	service := []string{migrate, run, repair, audit, status}
+	service := []string{migrate, run, repair, audit, status, quarantine}
 	return []Option{
 		{Flag: "database-url", Env: "STREAMSEAL_DATABASE_URL", Commands: service, Required: service,
 			Help:  "this service's database, a PostgreSQL URL",
@@ -269,10 +273,18 @@ func commandOptions(o *Options) []Option {
 			Unset: "off",
 			Help:  "compare the whole history from 0, not just the window above the seal",
 			value: onOff(&o.Full)},
-		{Flag: "json", Commands: []string{status},
+		{Flag: "json", Commands: []string{status, quarantine},
 			Unset: "off",
 			Help:  "print JSON for machines instead of a table",
 			value: onOff(&o.JSON)},
+		{Flag: "requeue", Commands: []string{quarantine},
+			Unset: "off: list",
+			Help:  "re-queue the quarantined events (--event-ids, or every one) for the relay to publish again, once their cause is fixed",
+			value: onOff(&o.Requeue)},
+		{Flag: "event-ids", Commands: []string{quarantine},
+			Unset: "every quarantined event",
+			Help:  "with --requeue: comma-separated event ids to re-queue",
+			value: list(&o.EventIDs)},
 		{Flag: "keep", Commands: []string{demo},
 			Unset: "off",
 			Help:  "after the verdict keep the three services running (a trickle of orders, billing still losing some) and serve their metrics until Ctrl-C",
