@@ -32,7 +32,8 @@ func (a *Auditor) now() time.Time {
 }
 
 // act hands divergent buckets to the ledger and acts on its decisions: alarms for what it says
-// to report, deficit repairs batched per (tenant, type) for what it says to request, capped.
+// to report, deficit repairs batched per (tenant, type) for what it says to request, capped; in
+// report-only mode the same requests are recorded, none is sent and no attempt is spent.
 func (a *Auditor) act(ctx context.Context, origin, control string, from, to int64, decisions []store.LedgerDecision) (int, error) {
 	batches := map[[2]string][]string{}
 	var keys [][2]string
@@ -67,16 +68,36 @@ func (a *Auditor) act(ctx context.Context, origin, control string, from, to int6
 		req := wire.RedeliveryRequest{RequestID: uuid.NewString(), Tenants: []string{k[0]}, Types: []string{k[1]},
 			Streams: batches[k], FromSeq: &f, ToSeq: &t, MaxEvents: a.Config.Redelivery.MaxEventsPerRequest}
 		sent++
-		if a.Config.RepairMode == config.ReportOnly {
-			body, _ := json.Marshal(req)
-			a.Logger.Warn("audit: would request repair (report-only)", "origin", origin, "request", string(body))
-			continue
+		if err := a.request(ctx, origin, req); err != nil {
+			return sent, err
 		}
-		if err := redelivery.Send(ctx, a.Pool, a.JS, a.Service, origin, store.SourceAudit, req, uuid.Nil); err != nil {
+	}
+	if a.Config.RepairMode == config.ReportOnly {
+		// An exact dry run spends nothing: the attempts the ledger counted for the requests that
+		// never left are given back (those the cap cut were given back above), so switching to
+		// auto-repair sends them at once.
+		if err := a.unrequest(ctx, origin, keys[:sent], batches); err != nil {
 			return sent, err
 		}
 	}
 	return sent, nil
+}
+
+// request records one repair request and sends it, or, in report-only mode, records it as the
+// request auto-repair would send, byte for byte, and sends nothing.
+func (a *Auditor) request(ctx context.Context, origin string, req wire.RedeliveryRequest) error {
+	body, err := json.Marshal(req)
+	if err != nil {
+		return err
+	}
+	if a.Config.RepairMode == config.ReportOnly {
+		a.Logger.Warn("audit: would request repair (report-only)", "origin", origin, "request", string(body))
+		return store.AuditRequestRecord(ctx, a.Pool, origin, store.ActionWouldRequest, body)
+	}
+	if err := store.AuditRequestRecord(ctx, a.Pool, origin, store.ActionRequested, body); err != nil {
+		return err
+	}
+	return redelivery.Send(ctx, a.Pool, a.JS, a.Service, origin, store.SourceAudit, req, uuid.Nil)
 }
 
 // unrequest gives back the ledger attempts of the batches the cap cut, so they go out at the next

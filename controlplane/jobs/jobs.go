@@ -94,7 +94,8 @@ func (w *checkpointWorker) Work(ctx context.Context, _ *river.Job[CheckpointArgs
 	return w.verifier.CheckLiveness(ctx)
 }
 
-// SentRequestsRetention is how long a consumer remembers a request it sent: long past any answer
+// SentRequestsRetention is how long a consumer remembers a request it sent (and an audit's record
+// of the requests it sent or would have sent): long past any answer
 // (a truncated answer's summary arrives within seconds; a lost one is asked again), short enough
 // that the record stays small.
 const SentRequestsRetention = 7 * 24 * time.Hour
@@ -119,6 +120,9 @@ func (w *maintenanceWorker) Work(ctx context.Context, _ *river.Job[MaintenanceAr
 		}
 	}
 	if _, err := store.SentRequestsPrune(ctx, w.pool, SentRequestsRetention); err != nil {
+		return err
+	}
+	if _, err := store.AuditRequestsPrune(ctx, w.pool, SentRequestsRetention); err != nil {
 		return err
 	}
 	if w.refresh != nil {
