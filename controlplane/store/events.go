@@ -162,3 +162,15 @@ func EventsStamp(ctx context.Context, db Querier, max int) (StampResult, error) 
 	}
 	return r, nil
 }
+
+// eventCopySQL is the select list eventCopyRow reads: a stored event with its whole identity.
+const eventCopySQL = `e.event_id, e.origin, e.origin_seq, e.type_seq, e.tenant, e.stream_id, e.stream_version,
+		       e.event_type, e.flags, e.payload, e.metadata, e.occurred_at`
+
+// eventCopyRow reads one row of eventCopySQL.
+func eventCopyRow(row pgx.CollectableRow) (EventCopy, error) {
+	var e EventCopy
+	err := row.Scan(&e.EventID, &e.Origin, &e.OriginSeq, &e.TypeSeq, &e.Tenant, &e.StreamID, &e.StreamVersion,
+		&e.EventType, &e.Flags, &e.Payload, &e.Metadata, &e.OccurredAt)
+	return e, err
+}

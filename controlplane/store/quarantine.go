@@ -47,18 +47,12 @@ func QuarantineRequeue(ctx context.Context, db Querier, ids []uuid.UUID) ([]uuid
 // QuarantineRequeued reads up to max re-queued events, in origin_seq order, for the relay.
 func QuarantineRequeued(ctx context.Context, db Querier, max int) ([]EventCopy, error) {
 	rows, err := db.Query(ctx, `
-		select e.event_id, e.origin, e.origin_seq, e.type_seq, e.tenant, e.stream_id, e.stream_version,
-		       e.event_type, e.flags, e.payload, e.metadata, e.occurred_at
+		select `+eventCopySQL+`
 		from streamseal.quarantine_requeued($1) e`, max)
 	if err != nil {
 		return nil, classify("read re-queued events", err)
 	}
-	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (EventCopy, error) {
-		var e EventCopy
-		err := row.Scan(&e.EventID, &e.Origin, &e.OriginSeq, &e.TypeSeq, &e.Tenant, &e.StreamID, &e.StreamVersion,
-			&e.EventType, &e.Flags, &e.Payload, &e.Metadata, &e.OccurredAt)
-		return e, err
-	})
+	out, err := pgx.CollectRows(rows, eventCopyRow)
 	if err != nil {
 		return nil, classify("read re-queued events", err)
 	}

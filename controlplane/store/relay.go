@@ -29,8 +29,7 @@ func RelayLeaderTryLock(ctx context.Context, conn *pgx.Conn) (bool, error) {
 // so no later commit can appear below what this read returns.
 func RelayPending(ctx context.Context, db Querier, max int) ([]EventCopy, error) {
 	rows, err := db.Query(ctx, `
-		select e.event_id, e.origin, e.origin_seq, e.type_seq, e.tenant, e.stream_id, e.stream_version,
-		       e.event_type, e.flags, e.payload, e.metadata, e.occurred_at
+		select `+eventCopySQL+`
 		from streamseal.events e
 		where e.origin = streamseal.service_name()
 		  and e.origin_seq > (select published_through from streamseal.relay_state)
@@ -39,12 +38,7 @@ func RelayPending(ctx context.Context, db Querier, max int) ([]EventCopy, error)
 	if err != nil {
 		return nil, classify("read events to relay", err)
 	}
-	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (EventCopy, error) {
-		var e EventCopy
-		err := row.Scan(&e.EventID, &e.Origin, &e.OriginSeq, &e.TypeSeq, &e.Tenant, &e.StreamID, &e.StreamVersion,
-			&e.EventType, &e.Flags, &e.Payload, &e.Metadata, &e.OccurredAt)
-		return e, err
-	})
+	out, err := pgx.CollectRows(rows, eventCopyRow)
 	if err != nil {
 		return nil, classify("read events to relay", err)
 	}
