@@ -28,6 +28,7 @@ const (
 const (
 	CheckpointIntervalDefault                 = 60 * time.Second
 	LivenessIntervalsDefault                  = 3
+	ReadinessGraceDefault                     = 5 * time.Minute
 	MaintenanceIntervalDefault                = 5 * time.Minute
 	RepairModeDefault                         = AutoRepairCapped
 	MaxAutoRepairRequestsPerCheckpointDefault = 10
@@ -52,6 +53,7 @@ const (
 type Config struct {
 	CheckpointInterval                 time.Duration
 	LivenessIntervals                  int
+	ReadinessGrace                     time.Duration
 	MaintenanceInterval                time.Duration
 	RepairMode                         string
 	MaxAutoRepairRequestsPerCheckpoint int

@@ -26,6 +26,7 @@ func TestConfig(t *testing.T) {
 		want := Config{
 			CheckpointInterval:                 CheckpointIntervalDefault,
 			LivenessIntervals:                  LivenessIntervalsDefault,
+			ReadinessGrace:                     ReadinessGraceDefault,
 			MaintenanceInterval:                MaintenanceIntervalDefault,
 			RepairMode:                         RepairModeDefault,
 			MaxAutoRepairRequestsPerCheckpoint: MaxAutoRepairRequestsPerCheckpointDefault,

@@ -2,8 +2,8 @@
 // serves /healthz and /readyz. Three kinds of instrument: plain counters read the components'
 // own counters at scrape time (Sources); histograms and labelled counters are fed by the
 // components where the work happens (Instruments, instruments.go); the backlog gauges (unhealed,
-// exhausted, oldest unhealed age, sealed_through per origin) are read once per maintenance cycle
-// (Refresh) and swapped in whole. Nothing queries the database for the sake of a metric, and no
+// exhausted, oldest unhealed age, sealed_through and origin_silent per origin) are read once per
+// maintenance cycle (Refresh) and swapped in whole, and /readyz judges that same reading. Nothing queries the database for the sake of a metric, and no
 // scrape sees a half-updated reading.
 package metrics
 
@@ -11,6 +11,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -43,6 +44,14 @@ type Backlog struct {
 	SealedThrough       map[string]int64
 	ConfirmedGapLanes   int64
 	Quarantined         int64 // own events set aside (streamseal.quarantine)
+
+	// What readiness reads beyond the gauges above. Deficits and confirmed gaps count only once
+	// older than the exporter's Grace; identity mismatches and local extras at once.
+	AgedDeficits          int64 // deficit buckets unhealed longer than the grace
+	AgedConfirmedGapLanes int64 // lanes holding a confirmed gap longer than the grace
+	IdentityMismatches    int64
+	LocalExtras           int64
+	Silent                map[string]bool // per known origin: the liveness alarm stands
 }
 
 // Exporter owns the registry, the instruments the components feed, and the latest backlog
@@ -52,6 +61,12 @@ type Exporter struct {
 	Instruments *Instruments
 	pool        *pgxpool.Pool
 	nc          *nats.Conn
+
+	// Grace is how long a deficit bucket stays unhealed, or a lane holds a confirmed gap, before
+	// readiness counts it (0: at once). Set before the first Refresh.
+	Grace time.Duration
+	// Now is the clock Refresh measures the grace with (nil: time.Now).
+	Now func() time.Time
 
 	mu      sync.RWMutex
 	backlog Backlog
@@ -94,17 +109,34 @@ func New(pool *pgxpool.Pool, nc *nats.Conn, src Sources) *Exporter {
 	gauge("lanes_with_confirmed_gaps", "Lanes holding a confirmed, not yet repaired gap.", func(b Backlog) float64 { return float64(b.ConfirmedGapLanes) })
 	e.Registry.MustRegister(&sealCollector{e: e, desc: prometheus.NewDesc(namespace+"_sealed_through",
 		"Per origin, the exclusive end of the highest window audited complete.", []string{"origin_service_id"}, nil)})
+	e.Registry.MustRegister(&silentCollector{e: e, desc: prometheus.NewDesc(namespace+"_origin_silent",
+		"Per known origin, 1 while its checkpoints stopped for the liveness intervals (the liveness alarm), 0 once heard.", []string{"origin"}, nil)})
 	return e
 }
 
-// Refresh reads the backlog once (the maintenance cycle calls it) and swaps it in.
+// Refresh reads the backlog once (the maintenance cycle calls it) and swaps it in. The grace is
+// measured on the exporter's clock against the times the database recorded (a deficit's first
+// sighting, a lane's first confirmed gap).
 func (e *Exporter) Refresh(ctx context.Context) error {
+	now := time.Now
+	if e.Now != nil {
+		now = e.Now
+	}
+	before := now().Add(-e.Grace)
 	totals, err := store.LedgerBacklogTotal(ctx, e.pool)
 	if err != nil {
 		return err
 	}
 	b := Backlog{Unhealed: totals.Unhealed, Exhausted: totals.Exhausted, OldestUnhealed: totals.OldestUnhealed}
-	if b.ConfirmedGapLanes, err = store.LanesWithConfirmedGapsCount(ctx, e.pool); err != nil {
+	alarms, err := store.LedgerAlarmsCount(ctx, e.pool, before)
+	if err != nil {
+		return err
+	}
+	b.AgedDeficits, b.IdentityMismatches, b.LocalExtras = alarms.AgedDeficits, alarms.IdentityMismatches, alarms.LocalExtras
+	if b.ConfirmedGapLanes, b.AgedConfirmedGapLanes, err = store.LanesWithConfirmedGapsCount(ctx, e.pool, before); err != nil {
+		return err
+	}
+	if b.Silent, err = store.OriginsLiveness(ctx, e.pool); err != nil {
 		return err
 	}
 	if b.Quarantined, err = store.QuarantineCount(ctx, e.pool); err != nil {
@@ -125,8 +157,9 @@ func (e *Exporter) SetBacklog(b Backlog) {
 }
 
 // Handler serves /metrics, /healthz (the process is up) and /readyz (database and wire reachable;
-// 503 with the reason when they are not, and "degraded" with the reason while a confirmed gap is
-// unrepaired, a bucket spent its repair budget or an own event is quarantined).
+// 503 with the reason when they are not; 200 "degraded: " with every reason, see Degraded, while
+// the last backlog reading holds one; 200 "ready" otherwise). Degraded stays 200: the service
+// still serves, and an orchestrator should not restart it for trouble a restart cannot mend.
 func (e *Exporter) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(e.Registry, promhttp.HandlerOpts{}))
@@ -139,18 +172,50 @@ func (e *Exporter) Handler() http.Handler {
 		e.mu.RLock()
 		b := e.backlog
 		e.mu.RUnlock()
-		switch {
-		case b.Quarantined > 0:
-			fmt.Fprintf(w, "degraded: %d own events quarantined (streamseal quarantine list)\n", b.Quarantined)
-		case b.Exhausted > 0:
-			fmt.Fprintf(w, "degraded: %d buckets spent their repair budget\n", b.Exhausted)
-		case b.ConfirmedGapLanes > 0:
-			fmt.Fprintf(w, "degraded: %d lanes hold confirmed, unrepaired gaps\n", b.ConfirmedGapLanes)
-		default:
-			fmt.Fprintln(w, "ready")
+		if reasons := b.Degraded(e.Grace); len(reasons) > 0 {
+			fmt.Fprintf(w, "degraded: %s\n", strings.Join(reasons, "; "))
+			return
 		}
+		fmt.Fprintln(w, "ready")
 	})
 	return mux
+}
+
+// Degraded names every reason the reading gives to call the service degraded, in a fixed order
+// (none: ready): quarantined own events, buckets that spent their repair budget, deficits and
+// confirmed gaps standing longer than grace, identity mismatches, local extras, and silent
+// origins by name.
+func (b Backlog) Degraded(grace time.Duration) []string {
+	var reasons []string
+	if b.Quarantined > 0 {
+		reasons = append(reasons, fmt.Sprintf("%d own events quarantined (streamseal quarantine list)", b.Quarantined))
+	}
+	if b.Exhausted > 0 {
+		reasons = append(reasons, fmt.Sprintf("%d buckets spent their repair budget", b.Exhausted))
+	}
+	if b.AgedDeficits > 0 {
+		reasons = append(reasons, fmt.Sprintf("%d buckets unhealed past the readiness grace (%s)", b.AgedDeficits, grace))
+	}
+	if b.AgedConfirmedGapLanes > 0 {
+		reasons = append(reasons, fmt.Sprintf("%d lanes hold confirmed, unrepaired gaps past the readiness grace (%s)", b.AgedConfirmedGapLanes, grace))
+	}
+	if b.IdentityMismatches > 0 {
+		reasons = append(reasons, fmt.Sprintf("%d buckets hold an identity mismatch (same event ids, different content)", b.IdentityMismatches))
+	}
+	if b.LocalExtras > 0 {
+		reasons = append(reasons, fmt.Sprintf("%d buckets hold local extras (events the origin does not have)", b.LocalExtras))
+	}
+	var silent []string
+	for origin, s := range b.Silent {
+		if s {
+			silent = append(silent, origin)
+		}
+	}
+	if len(silent) > 0 {
+		sort.Strings(silent)
+		reasons = append(reasons, "origins silent: "+strings.Join(silent, ", "))
+	}
+	return reasons
 }
 
 // unreachable names each dependency the service cannot reach now (both are checked, so the
@@ -191,5 +256,23 @@ func (c *sealCollector) Collect(ch chan<- prometheus.Metric) {
 	defer c.e.mu.RUnlock()
 	for origin, sealed := range c.e.backlog.SealedThrough {
 		ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, float64(sealed), origin)
+	}
+}
+
+type silentCollector struct {
+	e    *Exporter
+	desc *prometheus.Desc
+}
+
+func (c *silentCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
+func (c *silentCollector) Collect(ch chan<- prometheus.Metric) {
+	c.e.mu.RLock()
+	defer c.e.mu.RUnlock()
+	for origin, silent := range c.e.backlog.Silent {
+		v := 0.0
+		if silent {
+			v = 1
+		}
+		ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, v, origin)
 	}
 }

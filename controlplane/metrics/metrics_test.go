@@ -117,7 +117,7 @@ func everyRegisteredMetric(t *testing.T) map[string]bool {
 		CheckpointsPublished: one, CheckpointsReceived: one, GapsDetected: one,
 		RedeliveryRequestsReceived: one, RedeliveryRefused: one, RedeliveryEventsShipped: one,
 		ManifestsAnswered: one, ManifestChunksSent: one, SeamDropped: func() map[string]int64 { return map[string]int64{"malformed": 1} }})
-	e.SetBacklog(metrics.Backlog{SealedThrough: map[string]int64{"orders": 7}})
+	e.SetBacklog(metrics.Backlog{SealedThrough: map[string]int64{"orders": 7}, Silent: map[string]bool{"orders": true}})
 	m := e.Instruments
 	m.ManifestAnswered("types", false, time.Millisecond)
 	m.ManifestCompared("types", time.Millisecond)

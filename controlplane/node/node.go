@@ -106,6 +106,7 @@ func New(cfg Config) (*Node, error) {
 		ManifestChunksSent:         func() int64 { _, c := n.Manifest.Counts(); return c },
 		SeamDropped:                func() map[string]int64 { return n.Seam.Dropped() },
 	})
+	n.Metrics.Grace = settings.ReadinessGrace
 	ins := n.Metrics.Instruments
 	n.Seam = &wire.Seam{Self: cfg.Service, Logger: logger}
 	n.Control = &wire.Control{JS: js, Seam: n.Seam, Logger: logger,

@@ -90,11 +90,14 @@ func LanesByOrigin(ctx context.Context, db Querier, origin string) ([]LaneState,
 	return out, nil
 }
 
-// LanesWithConfirmedGapsCount counts the lanes holding a confirmed, not yet repaired gap.
-func LanesWithConfirmedGapsCount(ctx context.Context, db Querier) (int64, error) {
-	var n int64
-	if err := db.QueryRow(ctx, "select count(*) from streamseal.lanes where confirmed <> '{}'").Scan(&n); err != nil {
-		return 0, classify("count lanes with confirmed gaps", err)
+// LanesWithConfirmedGapsCount counts the lanes holding a confirmed, not yet repaired gap, and
+// among them those holding one since before (readiness's grace: a gap younger than it may still
+// heal within a cycle).
+func LanesWithConfirmedGapsCount(ctx context.Context, db Querier, before time.Time) (all, aged int64, err error) {
+	if err := db.QueryRow(ctx, `
+		select count(*), count(*) filter (where confirmed_since <= $1)
+		from streamseal.lanes where confirmed <> '{}'`, before).Scan(&all, &aged); err != nil {
+		return 0, 0, classify("count lanes with confirmed gaps", err)
 	}
-	return n, nil
+	return all, aged, nil
 }

@@ -125,6 +125,28 @@ func LedgerBacklogTotal(ctx context.Context, db Querier) (LedgerTotals, error) {
 	return t, nil
 }
 
+// LedgerAlarms is what of the ledger, over every origin, makes a service degraded (readiness).
+type LedgerAlarms struct {
+	AgedDeficits       int64 // deficit buckets unhealed since before the grace's start
+	IdentityMismatches int64 // buckets whose events share ids with the origin's but differ
+	LocalExtras        int64 // buckets holding events the origin does not have
+}
+
+// LedgerAlarmsCount counts the ledger's alarms: deficits first seen before before (younger
+// ones may heal within a cycle), and every identity mismatch and local extra (no redelivery
+// heals them, waiting does not either).
+func LedgerAlarmsCount(ctx context.Context, db Querier, before time.Time) (LedgerAlarms, error) {
+	var a LedgerAlarms
+	if err := db.QueryRow(ctx, `
+		select count(*) filter (where reason = 'deficit' and first_seen_at <= $1),
+		       count(*) filter (where reason = 'identity_mismatch'),
+		       count(*) filter (where reason = 'local_extra')
+		from streamseal.repair_ledger`, before).Scan(&a.AgedDeficits, &a.IdentityMismatches, &a.LocalExtras); err != nil {
+		return LedgerAlarms{}, classify("count ledger alarms", err)
+	}
+	return a, nil
+}
+
 // LedgerReasonCount is origin's unhealed buckets of one reason.
 type LedgerReasonCount struct {
 	Reason    string

@@ -69,3 +69,22 @@ func OriginsSilent(ctx context.Context, db Querier, intervals int) ([]SilentOrig
 	}
 	return out, nil
 }
+
+// OriginsLiveness says, per known origin, whether it is marked silent (the liveness alarm
+// silent_origins raised and no checkpoint has cleared since).
+func OriginsLiveness(ctx context.Context, db Querier) (map[string]bool, error) {
+	rows, err := db.Query(ctx, "select origin, silent_since is not null from streamseal.known_origins")
+	if err != nil {
+		return nil, classify("read origin liveness", err)
+	}
+	out := map[string]bool{}
+	var origin string
+	var silent bool
+	if _, err := pgx.ForEachRow(rows, []any{&origin, &silent}, func() error {
+		out[origin] = silent
+		return nil
+	}); err != nil {
+		return nil, classify("read origin liveness", err)
+	}
+	return out, nil
+}

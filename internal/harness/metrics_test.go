@@ -35,6 +35,7 @@ func TestMetrics_ReportTheWorkAndReadinessDegradesOnAnUnrepairedGap(t *testing.T
 	t.Parallel()
 	h := newHarness(t)
 	report := fast(config.ReportOnly, 10)
+	report.ReadinessGrace = 0 // the confirmed gap counts at the first reading after it
 	orders := start(t, h, "orders", harness.Options{Settings: report}, nil)
 	billing := start(t, h, "billing", harness.Options{Settings: report, Consumes: eventTypes[:1],
 		Suppress: func(e store.EventCopy) bool { return e.StreamVersion == 2 }}, nil)

@@ -368,6 +368,9 @@ begin
         set accepted = j.accepted - pg_catalog.int8multirange(pg_catalog.int8range(null, j.floor_now + 1)),
             last_type_seq = j.announced,
             confirmed = j.confirmed_now,
+            -- Since when the lane holds a confirmed gap (readiness's grace measures from it).
+            confirmed_since = case when pg_catalog.isempty(j.confirmed_now) then null
+                                   else coalesce(l.confirmed_since, _verify_checkpoint.now_at) end,
             suspected = j.missing - j.confirmed_now,
             requested = j.requested_now,
             request_attempts = j.attempts_now,
@@ -538,6 +541,7 @@ begin
         -- longer a hole.
         suspected = l.suspected * missing,
         confirmed = l.confirmed * missing,
+        confirmed_since = case when pg_catalog.isempty(l.confirmed * missing) then null else l.confirmed_since end,
         requested = l.requested * missing,
         floor = floor_now
     where l.origin = lane.origin and l.tenant = lane.tenant and l.event_type = lane.event_type;
