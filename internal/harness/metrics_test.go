@@ -217,15 +217,16 @@ func TestMetrics_AuditInstrumentsMoveWithTheWork(t *testing.T) {
 	requireMetrics(t, "after an unsolicited chunk", []wantMetric{{billing, "streamseal_compares_declined_total", origin, 1}})
 }
 
-// Readiness degrades on an exhausted bucket and recovers when it heals: a report-only consumer
-// with a budget of one attempt spends it on its first audit (nothing is repaired), /readyz says
-// so after the maintenance cycle's reading; an operator repair stores the events, the next audit
-// heals the bucket, and /readyz is ready again.
+// Readiness degrades on an exhausted bucket and recovers when it heals: a consumer with a budget
+// of one attempt spends it on its first audit's request (the bucket is exhausted from that
+// request on, healed or not), /readyz says so after the maintenance cycle's reading; the repair
+// and an operator's repair store the events, the next audit heals the bucket, and /readyz is
+// ready again. (Report-only spends no attempt: it is an exact dry run.)
 func TestMetrics_ReadinessDegradesOnAnExhaustedBucketAndRecoversWhenItHeals(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t)
 	settings := auditSettings()
-	settings.RepairMode = config.ReportOnly
+	settings.RepairMode = config.AutoRepairCapped
 	settings.MaxRepairAttemptsPerBucket = 1
 	orders := start(t, h, "orders", harness.Options{Settings: settings, Grants: map[string][]string{"billing": eventTypes[:1]}}, nil)
 	billing := start(t, h, "billing", harness.Options{Settings: settings, Consumes: eventTypes[:1]}, nil)
