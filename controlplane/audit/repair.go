@@ -33,7 +33,8 @@ func (a *Auditor) now() time.Time {
 
 // act hands divergent buckets to the ledger and acts on its decisions: alarms for what it says
 // to report, deficit repairs batched per (tenant, type) for what it says to request, capped; in
-// report-only mode the same requests are recorded, none is sent and no attempt is spent.
+// report-only mode the same requests are recorded and none is sent. The ledger counts the
+// attempt either way, so report-only shows the same ladder auto-repair would climb.
 func (a *Auditor) act(ctx context.Context, origin, control string, from, to int64, decisions []store.LedgerDecision) (int, error) {
 	batches := map[[2]string][]string{}
 	var keys [][2]string
@@ -69,14 +70,6 @@ func (a *Auditor) act(ctx context.Context, origin, control string, from, to int6
 			Streams: batches[k], FromSeq: &f, ToSeq: &t, MaxEvents: a.Config.Redelivery.MaxEventsPerRequest}
 		sent++
 		if err := a.request(ctx, origin, req); err != nil {
-			return sent, err
-		}
-	}
-	if a.Config.RepairMode == config.ReportOnly {
-		// An exact dry run spends nothing: the attempts the ledger counted for the requests that
-		// never left are given back (those the cap cut were given back above), so switching to
-		// auto-repair sends them at once.
-		if err := a.unrequest(ctx, origin, keys[:sent], batches); err != nil {
 			return sent, err
 		}
 	}

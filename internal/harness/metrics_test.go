@@ -221,7 +221,7 @@ func TestMetrics_AuditInstrumentsMoveWithTheWork(t *testing.T) {
 // of one attempt spends it on its first audit's request (the bucket is exhausted from that
 // request on, healed or not), /readyz says so after the maintenance cycle's reading; the repair
 // and an operator's repair store the events, the next audit heals the bucket, and /readyz is
-// ready again. (Report-only spends no attempt: it is an exact dry run.)
+// ready again.
 func TestMetrics_ReadinessDegradesOnAnExhaustedBucketAndRecoversWhenItHeals(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t)
