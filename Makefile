@@ -24,7 +24,7 @@ chaos:
 # through the SQL API, against a real database) on every run.
 fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzDecode -fuzztime 10s -fuzzminimizetime 100x ./controlplane/wire/
-	$(GO) test -run '^$$' -fuzz FuzzDoor -fuzztime 10s -fuzzminimizetime 100x ./controlplane/store/
+	$(GO) test -run '^$$' -fuzz FuzzDoor -fuzztime 10s -fuzzminimizetime 100x -parallel 1 ./controlplane/store/
 
 # pgTAP suites against a fresh, fully migrated database on a throwaway cluster.
 sqltest:

@@ -7,8 +7,8 @@ select streamseal.set_service_name('privileges-reader');
 -- Status as the control plane leaves it, written here as the owner.
 select streamseal.observe_origin('privileges-reader-src', 'streamseal.ctl.privileges-reader-src', 60, 3, 40);
 select streamseal.advance_seal('privileges-reader-src', 30);
-insert into streamseal.lanes (origin, tenant, event_type, floor, birth_floor, last_type_seq, confirmed)
-values ('privileges-reader-src', 't1', 'thing.happened', 4, 0, 9, '{[5,7)}');
+insert into streamseal.lanes (origin, tenant, event_type, floor, birth_floor, last_type_seq, confirmed, confirmed_since)
+values ('privileges-reader-src', 't1', 'thing.happened', 4, 0, 9, '{[5,7)}', now());
 insert into streamseal.repair_ledger (origin, tenant, event_type, stream_id, reason, local_x0, local_x1, local_n,
                                       origin_x0, origin_x1, origin_n, first_seen_at, last_reported_at)
 values ('privileges-reader-src', 't1', 'thing.happened', 'pr-s1', 'deficit', 1, 2, 1, 3, 4, 2, now(), now());
