@@ -6,7 +6,6 @@
 package redelivery
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -207,10 +206,4 @@ func Unbundle(env wire.Envelope, attachment []byte) ([]store.EventCopy, error) {
 		offset += e.Len
 	}
 	return copies, nil
-}
-
-func strictJSON(body []byte, v any) error {
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.DisallowUnknownFields()
-	return dec.Decode(v)
 }
