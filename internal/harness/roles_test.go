@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net/url"
 	"os"
 	"strings"
 	"sync"
@@ -13,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/streamseal/streamseal/controlplane/jobs"
+	"github.com/streamseal/streamseal/controlplane/migrate"
 	"github.com/streamseal/streamseal/controlplane/store"
 	"github.com/streamseal/streamseal/internal/dbtest"
 	"github.com/streamseal/streamseal/internal/harness"
@@ -73,45 +75,78 @@ func (r *refusals) lines() []string {
 	return append([]string(nil), *r.seen...)
 }
 
-// controlLogin creates a login role granted only streamseal_control (what a DBA does once per
-// cluster, README "Database roles") and drops it when the test ends.
-func controlLogin(t *testing.T) string {
+// roles creates what a DBA creates once per cluster (README "Database roles"): an owner login
+// role with no special attribute (not a superuser, no CREATEROLE, no CREATEDB), which
+// `streamseal migrate` runs as, and a control login role granted only streamseal_control, which
+// `streamseal run` runs as. Both are dropped when the test ends.
+func roles(t *testing.T) (owner, control string) {
 	t.Helper()
 	ctx := context.Background()
 	srv, err := dbtest.StartServer(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	dbtest.New(t) // the migrated template exists, and with it the group role migration 024 creates
-	name := "control_" + strings.ReplaceAll(uuid.NewString()[:13], "-", "_")
-	if err := srv.Exec(ctx, fmt.Sprintf("create role %s login; grant streamseal_control to %[1]s", pgx.Identifier{name}.Sanitize())); err != nil {
+	dbtest.New(t) // the migrated template exists, and with it the group roles migrations 011 and 024 create
+	suffix := strings.ReplaceAll(uuid.NewString()[:13], "-", "_")
+	owner, control = "owner_"+suffix, "control_"+suffix
+	if err := srv.Exec(ctx, fmt.Sprintf("create role %s login nosuperuser nocreaterole nocreatedb; create role %s login; grant streamseal_control to %[2]s",
+		pgx.Identifier{owner}.Sanitize(), pgx.Identifier{control}.Sanitize())); err != nil {
 		t.Fatal(err)
 	}
-	// Registered before the services: cleanups run last-first, so the role goes after them.
+	// Registered before the databases and services: cleanups run last-first, so the roles go
+	// after them.
 	t.Cleanup(func() {
-		_ = srv.Exec(context.Background(), fmt.Sprintf("drop role if exists %s", pgx.Identifier{name}.Sanitize()))
+		_ = srv.Exec(context.Background(), fmt.Sprintf("drop role if exists %s, %s", pgx.Identifier{control}.Sanitize(), pgx.Identifier{owner}.Sanitize()))
 	})
-	return name
+	return owner, control
 }
 
-// Issue 14 item 6 with invariants 1, 6 and 14: `migrate` runs as the owner (the test template),
-// then both services' control planes run as a login role granted only streamseal_control. Each
-// configures itself (service name, subscriptions, grants: what run's flags write), stamps,
-// relays, checkpoints, closes epochs, audits and sweeps under that role: a delivery lost at the
-// consumer's receive seam is named by a checkpoint and repaired, the audit certifies the window,
-// the River jobs complete, and nothing anywhere is refused a privilege.
+// ownedDatabase creates an empty database owned by owner and migrates it as owner (what
+// `streamseal migrate --database-url postgres://owner@…` does), returning the owner's URL.
+func ownedDatabase(t *testing.T, owner string) (string, error) {
+	ctx := context.Background()
+	srv, err := dbtest.StartServer(ctx)
+	if err != nil {
+		return "", err
+	}
+	name := "streamseal_roles_" + strings.ReplaceAll(uuid.NewString()[:13], "-", "_")
+	if err := srv.Exec(ctx, fmt.Sprintf("create database %s owner %s", pgx.Identifier{name}.Sanitize(), pgx.Identifier{owner}.Sanitize())); err != nil {
+		return "", err
+	}
+	t.Cleanup(func() { _ = srv.DropDatabase(context.Background(), srv.URL(name)) })
+	u, err := url.Parse(srv.URL(name))
+	if err != nil {
+		return "", err
+	}
+	q := u.Query()
+	q.Del("user")
+	u.RawQuery = q.Encode()
+	u.User = url.User(owner)
+	if _, err := migrate.MigrateURL(ctx, u.String()); err != nil {
+		return "", fmt.Errorf("migrate as the owner %s: %w", owner, err)
+	}
+	return u.String(), nil
+}
+
+// Issue 14 item 6 with invariants 1, 6 and 14: each service's database is migrated by an owner
+// role that is no superuser, then both services' control planes run as a login role granted
+// only streamseal_control. Each configures itself (service name, subscriptions, grants: what
+// run's flags write), stamps, relays, checkpoints, closes epochs, audits and sweeps under that
+// role: a delivery lost at the consumer's receive seam is named by a checkpoint and repaired, the
+// audit certifies the window, the River jobs complete, and nothing anywhere is refused a
+// privilege.
 func TestRoles_RunWorksUnderTheControlRole(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	logs := newRefusals()
+	owner, role := roles(t)
 	h, err := harness.New(ctx, func(ctx context.Context, service string) (string, error) {
-		return dbtest.New(t), nil
+		return ownedDatabase(t, owner)
 	}, slog.New(logs))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(h.Close)
-	role := controlLogin(t)
 
 	settings := auditSettings()
 	settings.MaxDigestsPerManifest = 500 // one chunk: a multi-chunk window compares but never certifies
