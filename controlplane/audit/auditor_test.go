@@ -285,15 +285,16 @@ func TestAuditor(t *testing.T) {
 		}
 	})
 
-	// Report-only is an exact dry run (issue 15): the audit records the request auto-repair would
-	// send, byte for byte but for its id, and sends nothing; the same damage audited in
-	// auto-repair mode records and sends exactly that request.
-	t.Run("ReportOnlyRecordsTheRequestAutoRepairSends", func(t *testing.T) {
+	// Report-only is an exact dry run (issue 15 item 4): the audit records the request
+	// auto-repair would send, byte for byte but for its id, sends nothing and spends no ledger
+	// attempt (its ladder is the ledger's dry run); the same damage audited in auto-repair mode
+	// records and sends exactly that request and spends one.
+	t.Run("ReportOnlyRecordsTheRequestAutoRepairSendsAndSpendsNoAttempt", func(t *testing.T) {
 		t.Parallel()
 		// recorded audits one consumer's damage (the last of stream "lost" missing) in mode and
-		// returns what the audit recorded (the request id blanked: it is minted per send) and
-		// how many repair requests the consumer sent.
-		recorded := func(t *testing.T, mode string) (string, int) {
+		// returns what the audit recorded (the request id blanked: it is minted per send), how
+		// many repair requests the consumer sent and the ledger attempts it spent.
+		recorded := func(t *testing.T, mode string) (string, int, int) {
 			a, b := setup(t)
 			for v := int64(1); v <= 3; v++ {
 				appendStamped(t, b.origin, ownEvent("acme", "lost", v, eventTypes[0]))
@@ -310,19 +311,77 @@ func TestAuditor(t *testing.T) {
 				t.Fatalf("%s audit recorded no request: %v", mode, err)
 			}
 			// Every request sent is recorded before it is published (redelivery.Send).
-			var sent int
+			var sent, attempts int
 			if err := b.pool.QueryRow(ctx, "select count(*)::int from streamseal.sent_requests").Scan(&sent); err != nil {
 				t.Fatal(err)
 			}
-			return action + " " + body, sent
+			if err := b.pool.QueryRow(ctx, "select attempts from streamseal.repair_ledger where stream_id = 'lost'").Scan(&attempts); err != nil {
+				t.Fatal(err)
+			}
+			return action + " " + body, sent, attempts
 		}
-		dry, drySent := recorded(t, config.ReportOnly)
-		real, realSent := recorded(t, config.AutoRepairCapped)
+		dry, drySent, dryAttempts := recorded(t, config.ReportOnly)
+		real, realSent, realAttempts := recorded(t, config.AutoRepairCapped)
 		if drySent != 0 || realSent != 1 {
 			t.Fatalf("report-only sent %d requests, auto-repair %d; want 0 and 1", drySent, realSent)
 		}
 		if dry != "would_request "+strings.TrimPrefix(real, "requested ") || !strings.HasPrefix(real, "requested ") {
 			t.Fatalf("report-only recorded %q, auto-repair %q; want the same request", dry, real)
+		}
+		if dryAttempts != 0 || realAttempts != 1 {
+			t.Fatalf("report-only spent %d ledger attempts, auto-repair %d; want 0 and 1", dryAttempts, realAttempts)
+		}
+	})
+
+	// Invariant 9 (storm bounds) for the dry run: report-only audits repeated every 5 minutes
+	// record the unchanged deficit's request on the backoff schedule (at once, then after 5,
+	// 10, 20, 40 minutes), exactly when auto-repair audits of the same damage send theirs, not
+	// every round; the report-only ledger's attempts stay 0 throughout. The clock is injected.
+	t.Run("ReportOnlyRecordsOnTheBackoffScheduleNotEveryRound", func(t *testing.T) {
+		t.Parallel()
+		// schedule audits one consumer's damage in mode every 5 minutes for 80 minutes and
+		// returns the minutes at which a request was recorded, and the ledger attempts spent.
+		schedule := func(t *testing.T, mode string) ([]int, int) {
+			a, b := setup(t)
+			for v := int64(1); v <= 3; v++ {
+				appendStamped(t, b.origin, ownEvent("acme", "lost", v, eventTypes[0]))
+			}
+			ingest(t, b.pool, ownLane(t, b.origin)[:2])
+			b.serve(t)
+			a.Config.RepairMode = mode
+			a.Config.RepairRetryAfter = 5 * time.Minute
+			a.Config.MaxRepairAttemptsPerBucket = 8
+			start := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+			var minutes []int
+			for minute := 0; minute <= 80; minute += 5 {
+				a.Now = func() time.Time { return start.Add(time.Duration(minute) * time.Minute) }
+				findings, err := a.Run(ctx, audit.Scope{})
+				if err != nil {
+					t.Fatalf("%s audit at minute %d: %v", mode, minute, err)
+				}
+				if findings[0].Requests > 0 {
+					minutes = append(minutes, minute)
+				}
+			}
+			var recorded, attempts int
+			if err := b.pool.QueryRow(ctx, "select count(*)::int from streamseal.audit_requests").Scan(&recorded); err != nil {
+				t.Fatal(err)
+			}
+			if recorded != len(minutes) {
+				t.Fatalf("%s: %d requests recorded for %d audits that made one", mode, recorded, len(minutes))
+			}
+			if err := b.pool.QueryRow(ctx, "select attempts from streamseal.repair_ledger where stream_id = 'lost'").Scan(&attempts); err != nil {
+				t.Fatal(err)
+			}
+			return minutes, attempts
+		}
+		dry, dryAttempts := schedule(t, config.ReportOnly)
+		real, realAttempts := schedule(t, config.AutoRepairCapped)
+		if fmt.Sprint(dry) != "[0 5 15 35 75]" || fmt.Sprint(real) != fmt.Sprint(dry) {
+			t.Fatalf("report-only recorded at minutes %v, auto-repair sent at %v; want both at [0 5 15 35 75]", dry, real)
+		}
+		if dryAttempts != 0 || realAttempts != 5 {
+			t.Fatalf("report-only spent %d ledger attempts, auto-repair %d; want 0 and 5", dryAttempts, realAttempts)
 		}
 	})
 

@@ -18,10 +18,11 @@ import (
 	"github.com/streamseal/streamseal/controlplane/wire"
 )
 
-// ledgerPolicy is the ledger's storm bounds from the configuration.
+// ledgerPolicy is the ledger's storm bounds from the configuration; report-only climbs the
+// ledger's dry-run ladder (same schedule, no attempt spent).
 func (a *Auditor) ledgerPolicy() store.LedgerPolicy {
 	return store.LedgerPolicy{Cooldown: a.Config.DivergenceReportCooldown, BackoffBase: a.Config.RepairRetryAfter,
-		MaxAttempts: a.Config.MaxRepairAttemptsPerBucket}
+		MaxAttempts: a.Config.MaxRepairAttemptsPerBucket, DryRun: a.Config.RepairMode == config.ReportOnly}
 }
 
 func (a *Auditor) now() time.Time {
@@ -33,8 +34,9 @@ func (a *Auditor) now() time.Time {
 
 // act hands divergent buckets to the ledger and acts on its decisions: alarms for what it says
 // to report, deficit repairs batched per (tenant, type) for what it says to request, capped; in
-// report-only mode the same requests are recorded and none is sent. The ledger counts the
-// attempt either way, so report-only shows the same ladder auto-repair would climb.
+// report-only mode the same requests are recorded and none is sent. Report-only climbs the
+// ledger's dry-run ladder (ledgerPolicy): it records each request when auto-repair would send
+// it, on the same backoff, and spends no ledger attempt.
 func (a *Auditor) act(ctx context.Context, origin, control string, from, to int64, decisions []store.LedgerDecision) (int, error) {
 	batches := map[[2]string][]string{}
 	var keys [][2]string
@@ -102,7 +104,7 @@ func (a *Auditor) unrequest(ctx context.Context, origin string, cut [][2]string,
 			keys = append(keys, store.BucketKey{Tenant: k[0], EventType: k[1], StreamID: stream})
 		}
 	}
-	return store.LedgerUnrequest(ctx, a.Pool, origin, keys, a.now())
+	return store.LedgerUnrequest(ctx, a.Pool, origin, keys, a.ledgerPolicy().DryRun, a.now())
 }
 
 // heal forgets the ledgered buckets of origin's types in the stream range (after, through] that

@@ -1,6 +1,7 @@
 // Package migrate brings a service database to the schema this binary was built with: it applies
-// the numbered migrations, re-installs the SQL code package atomically, and applies River's own
-// migrations (in their own schema). It owns the
+// the numbered migrations, applies River's own migrations (in their own schema), and re-installs
+// the SQL code package atomically, last, so its privileges cover River's tables too. It runs as
+// the owner of the schema; `streamseal run` needs only the role streamseal_control. It owns the
 // schema_version table and nothing else; the SQL itself lives in the sql/ directory.
 package migrate
 
@@ -61,6 +62,11 @@ func Migrate(ctx context.Context, conn *pgx.Conn) (Result, error) {
 	if err := migrator.Migrate(ctx); err != nil {
 		return Result{}, fmt.Errorf("apply migrations: %w", err)
 	}
+	// River's tables exist before the code package installs, so its privileges.sql grants the
+	// control plane's role (streamseal_control) River's tables too, on every migrate.
+	if err := migrateRiver(ctx, conn); err != nil {
+		return Result{}, err
+	}
 	code, err := migrate.LoadCodePackage(streamsql.Functions())
 	if err != nil {
 		return Result{}, fmt.Errorf("load embedded code package: %w", err)
@@ -71,9 +77,6 @@ func Migrate(ctx context.Context, conn *pgx.Conn) (Result, error) {
 	var codeVersion string
 	if err := conn.QueryRow(ctx, "select streamseal.version()").Scan(&codeVersion); err != nil {
 		return Result{}, fmt.Errorf("read installed code package version: %w", err)
-	}
-	if err := migrateRiver(ctx, conn); err != nil {
-		return Result{}, err
 	}
 	return Result{From: from, To: known, CodeVersion: codeVersion}, nil
 }

@@ -17,6 +17,9 @@ type LedgerPolicy struct {
 	Cooldown    time.Duration // an unchanged divergence re-reports once per this
 	BackoffBase time.Duration // a bucket's k-th request waits base × 2^(k-1)
 	MaxAttempts int           // after this the backoff stays at its slowest rung
+	// DryRun (report-only) climbs the ledger's dry-run ladder: the same decisions on the same
+	// schedule, spending no ledger attempt.
+	DryRun bool
 }
 
 // LedgerDecision is what the ledger says to do about one observed bucket.
@@ -36,8 +39,8 @@ func LedgerObserve(ctx context.Context, db Querier, origin string, diffs []Bucke
 	}
 	rows, err := db.Query(ctx, `
 		select tenant, event_type, stream_id, reason, report, request, attempts, settled
-		from streamseal.ledger_observe($1, $2::jsonb, make_interval(secs => $3), make_interval(secs => $4), $5, $6)`,
-		origin, body, p.Cooldown.Seconds(), p.BackoffBase.Seconds(), p.MaxAttempts, now)
+		from streamseal.ledger_observe($1, $2::jsonb, make_interval(secs => $3), make_interval(secs => $4), $5, $6, $7)`,
+		origin, body, p.Cooldown.Seconds(), p.BackoffBase.Seconds(), p.MaxAttempts, now, p.DryRun)
 	if err != nil {
 		return nil, classify("ledger observe", err)
 	}
@@ -93,13 +96,14 @@ type BucketKey struct {
 }
 
 // LedgerUnrequest gives back the attempt of buckets whose request a cap cut before it left
-// (streamseal.ledger_unrequest), so they go out at the next audit instead of after a backoff.
-func LedgerUnrequest(ctx context.Context, db Querier, origin string, keys []BucketKey, now time.Time) error {
+// (streamseal.ledger_unrequest), so they go out at the next audit instead of after a backoff;
+// dryRun gives back on the dry-run ladder (report-only), as LedgerPolicy.DryRun climbed it.
+func LedgerUnrequest(ctx context.Context, db Querier, origin string, keys []BucketKey, dryRun bool, now time.Time) error {
 	body, err := json.Marshal(keys)
 	if err != nil {
 		return fmt.Errorf("ledger unrequest: %w", err)
 	}
-	if _, err := db.Exec(ctx, "select streamseal.ledger_unrequest($1, $2::jsonb, $3)", origin, body, now); err != nil {
+	if _, err := db.Exec(ctx, "select streamseal.ledger_unrequest($1, $2::jsonb, $3, $4)", origin, body, now, dryRun); err != nil {
 		return classify("ledger unrequest", err)
 	}
 	return nil

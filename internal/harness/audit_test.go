@@ -295,6 +295,12 @@ func TestAudit_StormIsCappedBackedOffAndSurvivesRestart(t *testing.T) {
 	if sentTotal != 20 {
 		t.Fatalf("%d requests in all at one instant; want exactly 20 (each pair once, capped 3 a round)", sentTotal)
 	}
+	// Report-only climbs the ledger's dry-run ladder (issue 15 item 4): nothing was sent, so no
+	// ledger attempt is spent, yet the backoff above held.
+	var spent int
+	if err := billing.Pool.QueryRow(ctx, "select coalesce(sum(attempts), 0)::int from streamseal.repair_ledger").Scan(&spent); err != nil || spent != 0 {
+		t.Fatalf("report-only audits spent %d ledger attempts (%v); want none", spent, err)
+	}
 	// A restart: a new control plane on the same database reads the same ledger.
 	billing.Stop()
 	restarted := startReplica(t, h, billing, harness.Options{Settings: settings, Consumes: eventTypes})

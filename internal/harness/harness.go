@@ -8,6 +8,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net/url"
 	"os"
 	"sync"
 	"time"
@@ -104,6 +105,11 @@ type Options struct {
 	Settings config.Config // zero: defaults with a slow checkpoint, so tests that do not
 	// exercise checkpoints are not disturbed by them
 	NoRelay bool // the test runs (and kills) the relay itself
+	// DatabaseUser, when set, is the login role the service connects as (its database URL with
+	// the user replaced), for everything it does: configuring and running. The database itself
+	// was migrated by the URL's own user, its owner (`migrate` as owner, `run` as, e.g., a role
+	// granted only streamseal_control).
+	DatabaseUser string
 }
 
 // Service is one running service: a node with its own database and NATS connection.
@@ -118,6 +124,11 @@ func (h *Harness) Start(ctx context.Context, name string, opts Options, configur
 	url, err := h.newDB(ctx, name)
 	if err != nil {
 		return nil, err
+	}
+	if opts.DatabaseUser != "" {
+		if url, err = withUser(url, opts.DatabaseUser); err != nil {
+			return nil, err
+		}
 	}
 	pool, err := store.Open(ctx, url)
 	if err != nil {
@@ -176,6 +187,20 @@ func (h *Harness) StartOn(ctx context.Context, of *Service, opts Options, config
 		return nil, err
 	}
 	return h.startNode(ctx, of.Name, pool, opts, configure)
+}
+
+// withUser returns databaseURL connecting as user instead of its own user.
+func withUser(databaseURL, user string) (string, error) {
+	u, err := url.Parse(databaseURL)
+	if err != nil {
+		return "", fmt.Errorf("database URL: %w", err)
+	}
+	q := u.Query()
+	q.Del("user")
+	q.Del("password")
+	u.RawQuery = q.Encode()
+	u.User = url.User(user)
+	return u.String(), nil
 }
 
 func configureDatabase(ctx context.Context, pool *pgxpool.Pool, name string, opts Options) error {

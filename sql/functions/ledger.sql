@@ -171,14 +171,20 @@ $$;
 -- A bucket that spent its budget is never dropped (a ladder that stops goes silent forever): it
 -- keeps being requested at the slowest rung and reported at the cooldown, and settled = true
 -- (attempts >= max_attempts) tells the caller to raise it as an alarm for an operator.
--- Returns the state after the call; attempts counts the requests under the current signature.
+-- dry_run (report-only audits, issue 15 item 4) climbs a ladder of its own instead: the same
+-- decisions on the same schedule (report-only records each request exactly when auto-repair
+-- would send it, never every round), counted in dry_run_attempts / dry_run_next_attempt_at,
+-- while attempts, next_attempt_at and exhausted_at are left as they are (nothing was sent). A
+-- changed signature resets both ladders; a heal forgets both.
+-- Returns the state after the call; attempts counts the requests under the current signature
+-- on the ladder this call climbs (the dry run's when dry_run).
 -- now_at is the clock for every decision (injectable for tests). Calls for one origin take
 -- turns (an advisory transaction lock), so replicas sharing the ledger repeat nothing; call it
 -- in a READ COMMITTED transaction so each turn reads what the previous one committed.
 create function streamseal.ledger_observe(
     origin text, buckets jsonb, cooldown interval default interval '60 minutes',
     backoff_base interval default interval '300 seconds', max_attempts integer default 8,
-    now_at timestamptz default pg_catalog.now())
+    now_at timestamptz default pg_catalog.now(), dry_run boolean default false)
 returns table (tenant text, event_type text, stream_id text, reason text, report boolean, request boolean,
                attempts integer, settled boolean)
 language plpgsql
@@ -198,6 +204,10 @@ begin
     end if;
     perform streamseal._require_backoff('ledger_observe', ledger_observe.backoff_base, ledger_observe.max_attempts);
     perform streamseal._require_finite_time('ledger_observe', ledger_observe.now_at);
+    if ledger_observe.dry_run is null then
+        raise exception 'ledger_observe: dry_run is null: expected true (report-only) or false (auto-repair)'
+            using errcode = '22023';
+    end if;
     perform streamseal._require_ledger_buckets('ledger_observe', ledger_observe.origin, ledger_observe.buckets, true);
     select b.bucket ->> 'tenant' as tenant, b.bucket ->> 'event_type' as event_type, b.bucket ->> 'stream_id' as stream_id
     into bad
@@ -228,6 +238,12 @@ begin
         select o.*, l.first_seen_at as old_first_seen_at, l.last_reported_at as old_last_reported_at,
                l.attempts as old_attempts, l.last_attempt_at as old_last_attempt_at,
                l.next_attempt_at as old_next_attempt_at, l.exhausted_at as old_exhausted_at,
+               l.dry_run_attempts as old_dry_run_attempts, l.dry_run_last_attempt_at as old_dry_run_last_attempt_at,
+               l.dry_run_next_attempt_at as old_dry_run_next_attempt_at,
+               -- The ladder this call climbs: the real one, or the dry run's.
+               case when ledger_observe.dry_run then l.dry_run_attempts else l.attempts end as old_ladder_attempts,
+               case when ledger_observe.dry_run then l.dry_run_last_attempt_at else l.last_attempt_at end as old_ladder_last_attempt_at,
+               case when ledger_observe.dry_run then l.dry_run_next_attempt_at else l.next_attempt_at end as old_ladder_next_attempt_at,
                -- same: the row exists with this exact signature.
                coalesce((l.reason, l.local_x0, l.local_x1, l.local_n, l.origin_x0, l.origin_x1, l.origin_n)
                         = (o.reason, o.local_x0, o.local_x1, o.local_n, o.origin_x0, o.origin_x1, o.origin_n), false) as same
@@ -239,39 +255,61 @@ begin
         select p.*,
                not p.same or p.old_last_reported_at <= ledger_observe.now_at - ledger_observe.cooldown as report_now,
                p.reason = 'deficit'
-                   and (not p.same or p.old_next_attempt_at is null or ledger_observe.now_at >= p.old_next_attempt_at) as request_now
+                   and (not p.same or p.old_ladder_next_attempt_at is null or ledger_observe.now_at >= p.old_ladder_next_attempt_at) as request_now
         from paired p
     ), counted as (
         select j.*,
-               case when j.same then j.old_attempts else 0 end + case when j.request_now then 1 else 0 end as attempts_now
+               case when j.same then j.old_ladder_attempts else 0 end + case when j.request_now then 1 else 0 end as attempts_now
         from judged j
     ), decided as (
         select c.*,
                case when c.report_now then ledger_observe.now_at else c.old_last_reported_at end as last_reported_at,
-               case when c.request_now then ledger_observe.now_at else c.old_last_attempt_at end as last_attempt_at,
+               case when c.request_now then ledger_observe.now_at else c.old_ladder_last_attempt_at end as ladder_last_attempt_at,
                case
                    when c.reason <> 'deficit' then null
                    -- In seconds, capped at 100 years, so any ladder's arithmetic stays finite.
                    when c.request_now then ledger_observe.now_at
                        + streamseal._repair_backoff(ledger_observe.backoff_base, c.attempts_now, ledger_observe.max_attempts)
-                   else c.old_next_attempt_at
-               end as next_attempt_at,
+                   else c.old_ladder_next_attempt_at
+               end as ladder_next_attempt_at,
                case
+                   -- A dry run spends no budget: the real exhaustion stands or, on a new
+                   -- signature (a reset budget), clears.
+                   when ledger_observe.dry_run then case when c.same then c.old_exhausted_at end
                    when c.reason <> 'deficit' or c.attempts_now < ledger_observe.max_attempts then null
                    when c.same and c.old_exhausted_at is not null then c.old_exhausted_at
                    else ledger_observe.now_at
                end as exhausted_at
         from counted c
+    ), laddered as (
+        -- The ladder climbed takes the new state; the other one stands, or resets with the
+        -- signature (a new divergence restarts every budget).
+        select d.*,
+               case when ledger_observe.dry_run then case when d.same then d.old_attempts else 0 end
+                    else d.attempts_now end as real_attempts,
+               case when ledger_observe.dry_run then case when d.same then d.old_last_attempt_at end
+                    else d.ladder_last_attempt_at end as real_last_attempt_at,
+               case when ledger_observe.dry_run then case when d.same then d.old_next_attempt_at end
+                    else d.ladder_next_attempt_at end as real_next_attempt_at,
+               case when ledger_observe.dry_run then d.attempts_now
+                    else case when d.same then d.old_dry_run_attempts else 0 end end as dry_attempts,
+               case when ledger_observe.dry_run then d.ladder_last_attempt_at
+                    else case when d.same then d.old_dry_run_last_attempt_at end end as dry_last_attempt_at,
+               case when ledger_observe.dry_run then d.ladder_next_attempt_at
+                    else case when d.same then d.old_dry_run_next_attempt_at end end as dry_next_attempt_at
+        from decided d
     ), written as (
         -- A bucket with nothing to say (same signature, no report, no request) is not rewritten:
         -- an unchanged divergence costs no row version per audit.
         insert into streamseal.repair_ledger as l (
             origin, tenant, event_type, stream_id, reason, local_x0, local_x1, local_n, origin_x0, origin_x1, origin_n,
-            first_seen_at, last_reported_at, attempts, last_attempt_at, next_attempt_at, exhausted_at)
+            first_seen_at, last_reported_at, attempts, last_attempt_at, next_attempt_at, exhausted_at,
+            dry_run_attempts, dry_run_last_attempt_at, dry_run_next_attempt_at)
         select ledger_observe.origin, d.tenant, d.event_type, d.stream_id, d.reason, d.local_x0, d.local_x1, d.local_n,
                d.origin_x0, d.origin_x1, d.origin_n, coalesce(d.old_first_seen_at, ledger_observe.now_at),
-               d.last_reported_at, d.attempts_now, d.last_attempt_at, d.next_attempt_at, d.exhausted_at
-        from decided d
+               d.last_reported_at, d.real_attempts, d.real_last_attempt_at, d.real_next_attempt_at, d.exhausted_at,
+               d.dry_attempts, d.dry_last_attempt_at, d.dry_next_attempt_at
+        from laddered d
         where not d.same or d.report_now or d.request_now or d.exhausted_at is distinct from d.old_exhausted_at
         order by d.tenant, d.event_type, d.stream_id
         on conflict on constraint repair_ledger_pkey do update
@@ -280,7 +318,9 @@ begin
                 origin_x0 = excluded.origin_x0, origin_x1 = excluded.origin_x1, origin_n = excluded.origin_n,
                 last_reported_at = excluded.last_reported_at, attempts = excluded.attempts,
                 last_attempt_at = excluded.last_attempt_at, next_attempt_at = excluded.next_attempt_at,
-                exhausted_at = excluded.exhausted_at
+                exhausted_at = excluded.exhausted_at, dry_run_attempts = excluded.dry_run_attempts,
+                dry_run_last_attempt_at = excluded.dry_run_last_attempt_at,
+                dry_run_next_attempt_at = excluded.dry_run_next_attempt_at
         returning 1
     )
     select d.tenant, d.event_type, d.stream_id, d.reason, d.report_now, d.request_now, d.attempts_now,
@@ -433,8 +473,10 @@ $$;
 -- ledger_unrequest takes back the attempt ledger_observe counted for buckets the caller then did
 -- not request (the per-audit cap cut them): the attempt count drops by one and the bucket is due
 -- again at now_at, so it goes out at the next audit instead of waiting out a backoff for a
--- request that never left. buckets is a JSON array of {tenant, event_type, stream_id}.
-create function streamseal.ledger_unrequest(origin text, buckets jsonb, now_at timestamptz default pg_catalog.now())
+-- request that never left. buckets is a JSON array of {tenant, event_type, stream_id}. With
+-- dry_run (report-only) it gives back on the dry run's ladder (ledger_observe), not the real one.
+create function streamseal.ledger_unrequest(origin text, buckets jsonb, now_at timestamptz default pg_catalog.now(),
+                                            dry_run boolean default false)
 returns integer
 language plpgsql
 volatile
@@ -445,16 +487,29 @@ declare
 begin
     perform streamseal._require_other_origin('ledger_unrequest', ledger_unrequest.origin,
         'the ledger tracks copies of other origins'' lanes');
+    if ledger_unrequest.dry_run is null then
+        raise exception 'ledger_unrequest: dry_run is null: expected true (report-only) or false (auto-repair)'
+            using errcode = '22023';
+    end if;
     perform pg_catalog.pg_advisory_xact_lock(streamseal._ledger_lock_key(ledger_unrequest.origin));
     -- Rows reached by TID under the lock taken above: a call costs its buckets (_ledger_rows).
-    update streamseal.repair_ledger l
-    set attempts = greatest(l.attempts - 1, 0),
-        next_attempt_at = case when l.attempts - 1 > 0 then ledger_unrequest.now_at end,
-        last_attempt_at = case when l.attempts - 1 > 0 then l.last_attempt_at end,
-        exhausted_at = null
-    where l.ctid = any (streamseal._ledger_rows(ledger_unrequest.origin, ledger_unrequest.buckets))
-      -- No other index condition here, so the TID scan is the plan whatever the statistics.
-      and l.reason = 'deficit' and l.attempts > 0;
+    if ledger_unrequest.dry_run then
+        update streamseal.repair_ledger l
+        set dry_run_attempts = greatest(l.dry_run_attempts - 1, 0),
+            dry_run_next_attempt_at = case when l.dry_run_attempts - 1 > 0 then ledger_unrequest.now_at end,
+            dry_run_last_attempt_at = case when l.dry_run_attempts - 1 > 0 then l.dry_run_last_attempt_at end
+        where l.ctid = any (streamseal._ledger_rows(ledger_unrequest.origin, ledger_unrequest.buckets))
+          and l.reason = 'deficit' and l.dry_run_attempts > 0;
+    else
+        update streamseal.repair_ledger l
+        set attempts = greatest(l.attempts - 1, 0),
+            next_attempt_at = case when l.attempts - 1 > 0 then ledger_unrequest.now_at end,
+            last_attempt_at = case when l.attempts - 1 > 0 then l.last_attempt_at end,
+            exhausted_at = null
+        where l.ctid = any (streamseal._ledger_rows(ledger_unrequest.origin, ledger_unrequest.buckets))
+          -- No other index condition here, so the TID scan is the plan whatever the statistics.
+          and l.reason = 'deficit' and l.attempts > 0;
+    end if;
     get diagnostics changed = row_count;
     return changed;
 end

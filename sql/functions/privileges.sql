@@ -9,18 +9,32 @@
 -- the role holds no write privilege on any table: events go in only through append and ingest,
 -- and digests, epochs, lanes, seals and the ledger move only through the functions that own their
 -- rules. Everything else (private helpers, the stamper, checkpoints, epochs, seals, the ledger,
--- redelivery, grants) stays the owner's: the control plane connects as the role that migrated.
+-- redelivery, grants) is the control plane's.
 -- A new function is private until a line below grants it; tests/sqltests/privileges states the
 -- list, and a change to it changes streamseal.version().
+--
+-- The control plane (streamseal run) connects as a login role granted streamseal_control
+-- (migration 024), or as the owner. Its entry points run as the caller (SECURITY INVOKER), so the
+-- helpers they call and the tables they write are its to use: it executes every function of the
+-- code package and reads and writes the rows of every table, and River's job tables in
+-- streamseal_river (migrate.RiverSchema, migrated before this file runs). It owns nothing: no
+-- CREATE on either schema, no TRUNCATE, no DDL (only an owner alters or drops), the schema
+-- version read-only; `streamseal migrate` runs as the owner. A DBA's setup is in the README.
 
 -- GUARD: the role is cluster-wide, so a database restored into another cluster (pg_dump carries
 -- no roles) reaches this install without it.
 do $privileges$
+declare
+    missing text;
 begin
-    if not exists (select from pg_catalog.pg_roles r where r.rolname = 'streamseal_application') then
-        raise exception 'role streamseal_application does not exist in this cluster (roles are cluster-wide: a restored database does not bring it)'
+    select r.name into missing
+    from pg_catalog.unnest(array['streamseal_application', 'streamseal_control']) as r(name)
+    where not exists (select from pg_catalog.pg_roles x where x.rolname = r.name)
+    limit 1;
+    if found then
+        raise exception 'role % does not exist in this cluster (roles are cluster-wide: a restored database does not bring it)', missing
             using errcode = '42704',
-                  hint = 'a role with CREATEROLE runs: create role streamseal_application nologin; then migrate again';
+                  hint = pg_catalog.format('a role with CREATEROLE runs: create role %s nologin; then migrate again', missing);
     end if;
 end
 $privileges$;
@@ -30,8 +44,10 @@ $privileges$;
 -- DBA's and are left alone.
 revoke all on schema streamseal from public;
 revoke execute on all functions in schema streamseal from public;
-revoke all on all tables in schema streamseal from public, streamseal_application;
-revoke all on all sequences in schema streamseal from public, streamseal_application;
+revoke all on all tables in schema streamseal from public, streamseal_application, streamseal_control;
+revoke all on all sequences in schema streamseal from public, streamseal_application, streamseal_control;
+revoke all on all functions in schema streamseal from streamseal_control;
+revoke all on schema streamseal from streamseal_control;
 
 grant usage on schema streamseal to streamseal_application;
 
@@ -52,3 +68,30 @@ grant select on table streamseal.known_origins to streamseal_application;
 grant select on table streamseal.seals to streamseal_application;
 grant select on table streamseal.lanes to streamseal_application;
 grant select on table streamseal.repair_ledger to streamseal_application;
+
+-- The control plane (streamseal_control): the whole engine, owning nothing.
+grant usage on schema streamseal to streamseal_control;
+grant execute on all functions in schema streamseal to streamseal_control;
+grant select, insert, update, delete on all tables in schema streamseal to streamseal_control;
+grant usage, select on all sequences in schema streamseal to streamseal_control;
+-- The schema version is the migrator's: run only checks it (store.SchemaMigrated).
+revoke insert, update, delete on table streamseal.schema_version from streamseal_control;
+
+-- River's job tables (leader election, periodic jobs, queues), in its own schema; its migration
+-- record is the migrator's. The schema exists once `streamseal migrate` has run River's
+-- migrations (before this file); an install without it grants nothing there.
+do $privileges$
+begin
+    if exists (select from pg_catalog.pg_namespace n where n.nspname = 'streamseal_river') then
+        revoke all on all tables in schema streamseal_river from streamseal_control;
+        revoke all on all sequences in schema streamseal_river from streamseal_control;
+        revoke all on schema streamseal_river from streamseal_control;
+        grant usage on schema streamseal_river to streamseal_control;
+        grant select, insert, update, delete on all tables in schema streamseal_river to streamseal_control;
+        grant usage, select on all sequences in schema streamseal_river to streamseal_control;
+        if pg_catalog.to_regclass('streamseal_river.river_migration') is not null then
+            revoke insert, update, delete on table streamseal_river.river_migration from streamseal_control;
+        end if;
+    end if;
+end
+$privileges$;
