@@ -86,7 +86,7 @@ func roles(t *testing.T) (owner, control string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dbtest.New(t) // the migrated template exists, and with it the group roles migrations 011 and 024 create
+	dbtest.New(t) // the migrated template exists, and with it the group roles migrations 011 and 021 create
 	suffix := strings.ReplaceAll(uuid.NewString()[:13], "-", "_")
 	owner, control = "owner_"+suffix, "control_"+suffix
 	if err := srv.Exec(ctx, fmt.Sprintf("create role %s login nosuperuser nocreaterole nocreatedb; create role %s login; grant streamseal_control to %[2]s",

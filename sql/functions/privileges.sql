@@ -14,7 +14,7 @@
 -- list, and a change to it changes streamseal.version().
 --
 -- The control plane (streamseal run) connects as a login role granted streamseal_control
--- (migration 024), or as the owner. Its entry points run as the caller (SECURITY INVOKER), so the
+-- (migration 021), or as the owner. Its entry points run as the caller (SECURITY INVOKER), so the
 -- helpers they call and the tables they write are its to use: it executes every function of the
 -- code package and reads and writes the rows of every table, and River's job tables in
 -- streamseal_river (migrate.RiverSchema, migrated before this file runs). It owns nothing: no
