@@ -50,7 +50,7 @@ type Inbox struct {
 
 	received, stored, suppressed, rejected atomic.Int64
 	ordered, unordered                     atomic.Int64
-	order                                  orderProof
+	orderProven                            atomic.Bool // mirrors the consumer loop's orderProof
 }
 
 // Counts is what the inbox has seen since it started. Ordered and Unordered count the
@@ -66,7 +66,7 @@ type Counts struct {
 func (in *Inbox) Counts() Counts {
 	return Counts{Received: in.received.Load(), Stored: in.stored.Load(), Suppressed: in.suppressed.Load(),
 		Rejected: in.rejected.Load(), Ordered: in.ordered.Load(), Unordered: in.unordered.Load(),
-		OrderProven: in.order.proven.Load()}
+		OrderProven: in.orderProven.Load()}
 }
 
 // orderProof decides whether every message the inbox's consumer delivered before the current
@@ -79,14 +79,26 @@ func (in *Inbox) Counts() Counts {
 // nothing pending. A pull consumer delivers in stream order apart from redeliveries, so a proven
 // checkpoint comes after every message before it on its subjects, all of them handled. Unproven
 // is always safe: the verifier falls back to two-cycle confirmation.
+//
+// One proof per JetStream consumer, owned by the loop that fetches from it: the proof speaks of
+// one consumer's delivery sequence, and a checkpoint proves order only for the events that share
+// its consumer (the events it counts ride its subject).
 type orderProof struct {
-	proven atomic.Bool // written by Run's goroutine only; atomic so Counts can read it
-	next   uint64      // the consumer sequence expected next
+	proven bool
+	next   uint64       // the consumer sequence expected next
+	report *atomic.Bool // mirrors proven for Counts (nil: not reported)
+}
+
+func (o *orderProof) set(proven bool) {
+	o.proven = proven
+	if o.report != nil {
+		o.report.Store(proven)
+	}
 }
 
 // restart takes the consumer's state: proven when nothing it delivered is pending.
 func (o *orderProof) restart(info *jetstream.ConsumerInfo) {
-	o.proven.Store(info.NumAckPending == 0)
+	o.set(info.NumAckPending == 0)
 	o.next = info.Delivered.Consumer + 1
 }
 
@@ -94,15 +106,15 @@ func (o *orderProof) restart(info *jetstream.ConsumerInfo) {
 func (o *orderProof) observe(m jetstream.Msg) {
 	meta, err := m.Metadata()
 	if err != nil || meta.NumDelivered != 1 || meta.Sequence.Consumer != o.next {
-		o.proven.Store(false)
+		o.set(false)
 	}
 	if err == nil {
 		o.next = meta.Sequence.Consumer + 1
 	}
 }
 
-// broken records that a message went back for redelivery.
-func (o *orderProof) broken() { o.proven.Store(false) }
+// broken records that a message went back for redelivery (or may have).
+func (o *orderProof) broken() { o.set(false) }
 
 // BatchDefault caps the messages an Inbox fetches and ingests per transaction when Batch is zero.
 const BatchDefault = 500
@@ -138,25 +150,26 @@ func (in *Inbox) Run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("inbox consumer for %s: %w", in.Service, err)
 	}
-	in.reprove(ctx, cons)
+	order := &orderProof{report: &in.orderProven}
+	in.reprove(ctx, cons, order)
 	for ctx.Err() == nil {
 		msgs, err := wire.FetchAvailable(ctx, cons, in.Batch, time.Second)
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil
 			}
-			in.order.broken()
+			order.broken()
 			in.Logger.Warn("inbox: fetch failed", "err", err)
 			sleep(ctx, time.Second)
 			continue
 		}
 		if len(msgs) == 0 {
-			if !in.order.proven.Load() {
-				in.reprove(ctx, cons)
+			if !order.proven {
+				in.reprove(ctx, cons, order)
 			}
 			continue
 		}
-		if err := in.store(ctx, msgs); err != nil {
+		if err := in.store(ctx, msgs, order); err != nil {
 			if ctx.Err() != nil {
 				return nil
 			}
@@ -164,6 +177,7 @@ func (in *Inbox) Run(ctx context.Context) error {
 			for _, m := range msgs {
 				in.retryOrGiveUp(ctx, m, err)
 			}
+			order.broken()
 		}
 	}
 	return nil
@@ -171,13 +185,13 @@ func (in *Inbox) Run(ctx context.Context) error {
 
 // reprove asks the consumer whether anything it delivered is still pending; on an error the
 // order stays unproven (checkpoints fall back to two-cycle confirmation until the next try).
-func (in *Inbox) reprove(ctx context.Context, cons jetstream.Consumer) {
+func (in *Inbox) reprove(ctx context.Context, cons jetstream.Consumer, order *orderProof) {
 	info, err := cons.Info(ctx)
 	if err != nil {
-		in.order.broken()
+		order.broken()
 		return
 	}
-	in.order.restart(info)
+	order.restart(info)
 }
 
 // filters derives the JetStream filter subjects from the subscriptions table.
@@ -196,10 +210,10 @@ func (in *Inbox) filters(ctx context.Context) ([]string, error) {
 // store handles one fetched batch in stream order: runs of events are ingested in one
 // transaction each and acked after commit; a checkpoint is verified only after every event
 // before it is committed, so it never reports as missing what is merely in the same batch.
-func (in *Inbox) store(ctx context.Context, msgs []jetstream.Msg) error {
+func (in *Inbox) store(ctx context.Context, msgs []jetstream.Msg, order *orderProof) error {
 	start := 0
 	for i, m := range msgs {
-		in.order.observe(m)
+		order.observe(m)
 		if !wire.IsCheckpoint(m.Headers()) {
 			continue
 		}
@@ -207,7 +221,7 @@ func (in *Inbox) store(ctx context.Context, msgs []jetstream.Msg) error {
 			return err
 		}
 		start = i + 1
-		if err := in.checkpoint(ctx, m); err != nil {
+		if err := in.checkpoint(ctx, m, order.proven); err != nil {
 			if wire.Permanent(err) {
 				// A checkpoint SQL refuses will be refused again: recorded and terminated, and
 				// the events behind it go on (invariant 13).
@@ -218,7 +232,7 @@ func (in *Inbox) store(ctx context.Context, msgs []jetstream.Msg) error {
 				continue
 			}
 			in.retryOrGiveUp(ctx, m, err)
-			in.order.broken()
+			order.broken()
 			for _, rest := range msgs[i+1:] {
 				_ = rest.NakWithDelay(time.Second)
 			}
@@ -228,13 +242,12 @@ func (in *Inbox) store(ctx context.Context, msgs []jetstream.Msg) error {
 	return in.storeEvents(ctx, msgs[start:])
 }
 
-func (in *Inbox) checkpoint(ctx context.Context, m jetstream.Msg) error {
+func (in *Inbox) checkpoint(ctx context.Context, m jetstream.Msg, ordered bool) error {
 	cp, err := wire.DecodeCheckpoint(m.Data())
 	if err != nil {
 		return in.reject(ctx, m, nil, err.Error())
 	}
 	// Every message before this one in the batch is committed (store), so the proof holds now.
-	ordered := in.order.proven.Load()
 	if ordered {
 		in.ordered.Add(1)
 	} else {
@@ -320,13 +333,11 @@ func (in *Inbox) retryOrGiveUp(ctx context.Context, m jetstream.Msg, cause error
 		delivered = meta.NumDelivered
 	}
 	if delivered < uint64(in.MaxDeliver) {
-		in.order.broken()
 		_ = m.NakWithDelay(wire.RetryDelay(time.Second, delivered))
 		return
 	}
 	if err := in.reject(ctx, m, nil, fmt.Sprintf("given up after %d deliveries: %v", delivered, cause)); err != nil {
 		in.Logger.Error("inbox: could not record a dead message; it will be redelivered", "subject", m.Subject(), "err", err)
-		in.order.broken()
 		_ = m.NakWithDelay(wire.RetryDelay(time.Second, delivered))
 		return
 	}
