@@ -1,7 +1,7 @@
 // Package checkpoint is continuity checking: the origin publishes, every interval, what it
 // emitted per (tenant, type) in the next origin_seq window, on the event subjects themselves;
 // each consumer verifies its store against it (SQL: lanes, floors, holes, two-cycle
-// confirmation) and acts on confirmed gaps: a capped, directed redelivery request for exactly the
+// confirmation, or confirmation at first sight when the inbox proved order) and acts on confirmed gaps: a capped, directed redelivery request for exactly the
 // missing type_seq ranges, or in report-only mode the record of the request it would send.
 // The rules live in sql/functions/checkpoints.sql and lanes.sql; this package moves messages.
 package checkpoint
@@ -172,8 +172,17 @@ func (v *Verifier) Counts() (received, gaps, requests int64) {
 	return v.received.Load(), v.gaps.Load(), v.requests.Load()
 }
 
-// Handle verifies one checkpoint message. Own checkpoints are ignored.
+// Handle verifies one checkpoint message whose order nobody proved (two-cycle confirmation).
+// Own checkpoints are ignored.
 func (v *Verifier) Handle(ctx context.Context, cp wire.Checkpoint) error {
+	return v.Verify(ctx, cp, false)
+}
+
+// Verify verifies one checkpoint message; ordered is the inbox's proof that every message before
+// it on its subject was committed (inbox.Inbox.OnCheckpoint), which lets a hole in the window the
+// checkpoint announces be confirmed and requested at once instead of one checkpoint later.
+// Own checkpoints are ignored.
+func (v *Verifier) Verify(ctx context.Context, cp wire.Checkpoint, ordered bool) error {
 	if cp.Origin == v.Service {
 		return nil
 	}
@@ -186,7 +195,9 @@ func (v *Verifier) Handle(ctx context.Context, cp wire.Checkpoint) error {
 	if restored {
 		v.Logger.Info("checkpoint: origin speaks again, liveness alarm cleared", "origin", cp.Origin)
 	}
-	lanes, err := store.CheckpointVerify(ctx, v.Pool, window(cp))
+	w := window(cp)
+	w.Ordered = ordered
+	lanes, err := store.CheckpointVerify(ctx, v.Pool, w)
 	if err != nil {
 		return err
 	}

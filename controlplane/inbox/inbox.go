@@ -36,8 +36,12 @@ type Inbox struct {
 	// Suppress, when set, drops chosen deliveries (tests and the demo inject loss here).
 	Suppress Suppress
 	// OnCheckpoint verifies a checkpoint riding the event subjects. It runs after every event
-	// before it in the stream is committed; the checkpoint is acked when it returns nil.
-	OnCheckpoint func(ctx context.Context, cp wire.Checkpoint) error
+	// before it in this batch is committed; the checkpoint is acked when it returns nil. ordered
+	// is true when the inbox can prove more: every message its consumer delivered before this
+	// checkpoint was handled to the end by this inbox (committed, or deliberately dropped), and
+	// none is still pending redelivery, so what the checkpoint counts and this store lacks is
+	// loss already (detection in one interval). See orderProof.
+	OnCheckpoint func(ctx context.Context, cp wire.Checkpoint, ordered bool) error
 	// MaxDeliver bounds the deliveries of one message (wire.MaxDeliverDefault when zero): a
 	// message still failing then is recorded as rejected and terminated. An event lost that way
 	// is a hole the next checkpoint names and repair fetches (invariant 1), not a wedge (13).
@@ -45,17 +49,72 @@ type Inbox struct {
 	Metrics    *metrics.Instruments // nil: not counted
 
 	received, stored, suppressed, rejected atomic.Int64
+	ordered, unordered                     atomic.Int64
+	orderProven                            atomic.Bool // mirrors the consumer loop's orderProof
 }
 
-// Counts is what the inbox has seen since it started.
+// Counts is what the inbox has seen since it started. Ordered and Unordered count the
+// checkpoints handed to OnCheckpoint with and without a proof of order.
 type Counts struct {
 	Received, Stored, Suppressed, Rejected int64
+	Ordered, Unordered                     int64
+	// OrderProven: the next checkpoint would be ordered if nothing breaks the chain before it.
+	OrderProven bool
 }
 
 // Counts returns the inbox's counters (a test witness, and later metrics).
 func (in *Inbox) Counts() Counts {
-	return Counts{in.received.Load(), in.stored.Load(), in.suppressed.Load(), in.rejected.Load()}
+	return Counts{Received: in.received.Load(), Stored: in.stored.Load(), Suppressed: in.suppressed.Load(),
+		Rejected: in.rejected.Load(), Ordered: in.ordered.Load(), Unordered: in.unordered.Load(),
+		OrderProven: in.orderProven.Load()}
 }
+
+// orderProof decides whether every message the inbox's consumer delivered before the current
+// one was handled to the end by this inbox. It starts proven only when the consumer had nothing
+// pending (no delivery of an earlier process or another replica still unacknowledged); it stays
+// proven while deliveries arrive as this inbox's consecutive first deliveries (consumer
+// sequence n+1, delivered once); anything else breaks it: a gap in the consumer sequence
+// (another replica or an expired fetch took a delivery), a redelivery, or a message this inbox
+// handed back for redelivery. Broken, it is proven again only when an idle consumer reports
+// nothing pending. A pull consumer delivers in stream order apart from redeliveries, so a proven
+// checkpoint comes after every message before it on its subjects, all of them handled. Unproven
+// is always safe: the verifier falls back to two-cycle confirmation.
+//
+// One proof per JetStream consumer, owned by the loop that fetches from it: the proof speaks of
+// one consumer's delivery sequence, and a checkpoint proves order only for the events that share
+// its consumer (the events it counts ride its subject).
+type orderProof struct {
+	proven bool
+	next   uint64       // the consumer sequence expected next
+	report *atomic.Bool // mirrors proven for Counts (nil: not reported)
+}
+
+func (o *orderProof) set(proven bool) {
+	o.proven = proven
+	if o.report != nil {
+		o.report.Store(proven)
+	}
+}
+
+// restart takes the consumer's state: proven when nothing it delivered is pending.
+func (o *orderProof) restart(info *jetstream.ConsumerInfo) {
+	o.set(info.NumAckPending == 0)
+	o.next = info.Delivered.Consumer + 1
+}
+
+// observe takes one delivery, in the order fetched.
+func (o *orderProof) observe(m jetstream.Msg) {
+	meta, err := m.Metadata()
+	if err != nil || meta.NumDelivered != 1 || meta.Sequence.Consumer != o.next {
+		o.set(false)
+	}
+	if err == nil {
+		o.next = meta.Sequence.Consumer + 1
+	}
+}
+
+// broken records that a message went back for redelivery (or may have).
+func (o *orderProof) broken() { o.set(false) }
 
 // BatchDefault caps the messages an Inbox fetches and ingests per transaction when Batch is zero.
 const BatchDefault = 500
@@ -91,29 +150,48 @@ func (in *Inbox) Run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("inbox consumer for %s: %w", in.Service, err)
 	}
+	order := &orderProof{report: &in.orderProven}
+	in.reprove(ctx, cons, order)
 	for ctx.Err() == nil {
 		msgs, err := wire.FetchAvailable(ctx, cons, in.Batch, time.Second)
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil
 			}
+			order.broken()
 			in.Logger.Warn("inbox: fetch failed", "err", err)
 			sleep(ctx, time.Second)
 			continue
 		}
-		if len(msgs) > 0 {
-			if err := in.store(ctx, msgs); err != nil {
-				if ctx.Err() != nil {
-					return nil
-				}
-				in.Logger.Warn("inbox: batch not stored, will be redelivered", "err", err, "messages", len(msgs))
-				for _, m := range msgs {
-					in.retryOrGiveUp(ctx, m, err)
-				}
+		if len(msgs) == 0 {
+			if !order.proven {
+				in.reprove(ctx, cons, order)
 			}
+			continue
+		}
+		if err := in.store(ctx, msgs, order); err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			in.Logger.Warn("inbox: batch not stored, will be redelivered", "err", err, "messages", len(msgs))
+			for _, m := range msgs {
+				in.retryOrGiveUp(ctx, m, err)
+			}
+			order.broken()
 		}
 	}
 	return nil
+}
+
+// reprove asks the consumer whether anything it delivered is still pending; on an error the
+// order stays unproven (checkpoints fall back to two-cycle confirmation until the next try).
+func (in *Inbox) reprove(ctx context.Context, cons jetstream.Consumer, order *orderProof) {
+	info, err := cons.Info(ctx)
+	if err != nil {
+		order.broken()
+		return
+	}
+	order.restart(info)
 }
 
 // filters derives the JetStream filter subjects from the subscriptions table.
@@ -132,9 +210,10 @@ func (in *Inbox) filters(ctx context.Context) ([]string, error) {
 // store handles one fetched batch in stream order: runs of events are ingested in one
 // transaction each and acked after commit; a checkpoint is verified only after every event
 // before it is committed, so it never reports as missing what is merely in the same batch.
-func (in *Inbox) store(ctx context.Context, msgs []jetstream.Msg) error {
+func (in *Inbox) store(ctx context.Context, msgs []jetstream.Msg, order *orderProof) error {
 	start := 0
 	for i, m := range msgs {
+		order.observe(m)
 		if !wire.IsCheckpoint(m.Headers()) {
 			continue
 		}
@@ -142,7 +221,7 @@ func (in *Inbox) store(ctx context.Context, msgs []jetstream.Msg) error {
 			return err
 		}
 		start = i + 1
-		if err := in.checkpoint(ctx, m); err != nil {
+		if err := in.checkpoint(ctx, m, order.proven); err != nil {
 			if wire.Permanent(err) {
 				// A checkpoint SQL refuses will be refused again: recorded and terminated, and
 				// the events behind it go on (invariant 13).
@@ -153,6 +232,7 @@ func (in *Inbox) store(ctx context.Context, msgs []jetstream.Msg) error {
 				continue
 			}
 			in.retryOrGiveUp(ctx, m, err)
+			order.broken()
 			for _, rest := range msgs[i+1:] {
 				_ = rest.NakWithDelay(time.Second)
 			}
@@ -162,13 +242,19 @@ func (in *Inbox) store(ctx context.Context, msgs []jetstream.Msg) error {
 	return in.storeEvents(ctx, msgs[start:])
 }
 
-func (in *Inbox) checkpoint(ctx context.Context, m jetstream.Msg) error {
+func (in *Inbox) checkpoint(ctx context.Context, m jetstream.Msg, ordered bool) error {
 	cp, err := wire.DecodeCheckpoint(m.Data())
 	if err != nil {
 		return in.reject(ctx, m, nil, err.Error())
 	}
+	// Every message before this one in the batch is committed (store), so the proof holds now.
+	if ordered {
+		in.ordered.Add(1)
+	} else {
+		in.unordered.Add(1)
+	}
 	if in.OnCheckpoint != nil {
-		if err := in.OnCheckpoint(ctx, cp); err != nil {
+		if err := in.OnCheckpoint(ctx, cp, ordered); err != nil {
 			in.Logger.Warn("inbox: checkpoint not verified, will be redelivered", "origin", cp.Origin, "type", cp.Type, "err", err)
 			return err
 		}

@@ -12,6 +12,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/streamseal/streamseal/controlplane/inbox"
 	"github.com/streamseal/streamseal/controlplane/store"
@@ -269,7 +270,7 @@ func TestInbox(t *testing.T) {
 		type call struct{ held int }
 		calls := make(chan call, 4)
 		var failed atomic.Bool
-		in.OnCheckpoint = func(ctx context.Context, cp wire.Checkpoint) error {
+		in.OnCheckpoint = func(ctx context.Context, cp wire.Checkpoint, _ bool) error {
 			held := len(copiesOf(t, b.pool, "orders"))
 			calls <- call{held}
 			if failed.CompareAndSwap(false, true) {
@@ -309,6 +310,89 @@ func TestInbox(t *testing.T) {
 		case c := <-calls:
 			t.Fatalf("checkpoint verified a third time (%+v) after it succeeded", c)
 		default:
+		}
+	})
+
+	// Detection in one interval (invariant 1): a checkpoint is handed over as ordered only while
+	// every delivery before it was this inbox's own first delivery, handled to the end. A
+	// checkpoint redelivered after a failed verification is not ordered; once the idle consumer
+	// has nothing pending, the next checkpoint is ordered again.
+	t.Run("ProvesOrderUntilAMessageGoesBackForRedelivery", func(t *testing.T) {
+		t.Parallel()
+		in, b := setup(t)
+		calls := make(chan bool, 8)
+		var failed atomic.Bool
+		in.OnCheckpoint = func(ctx context.Context, cp wire.Checkpoint, ordered bool) error {
+			calls <- ordered
+			if failed.CompareAndSwap(false, true) {
+				return fmt.Errorf("the verifier fails once")
+			}
+			return nil
+		}
+		checkpoint := func(from, to int64) *nats.Msg {
+			cp, err := wire.CheckpointMessage(wire.Checkpoint{Origin: "orders", Control: wire.ControlSubject("orders"), IntervalS: 60,
+				At: time.Now(), From: from, To: to, Type: eventTypes[0], Tenants: []wire.CheckpointTenant{{Tenant: "acme", N: to - from}}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return cp
+		}
+		for seq := int64(1); seq <= 3; seq++ {
+			publish(t, b, wire.EventMessage(ordersEvent(seq, seq, eventTypes[0])))
+		}
+		publish(t, b, checkpoint(1, 4))
+		testrun.Go(t, "inbox", in.Run)
+		if !testrun.Receive(t, "the first verification", calls) {
+			t.Fatal("a checkpoint behind three first deliveries on a fresh consumer was not ordered")
+		}
+		if testrun.Receive(t, "the checkpoint's redelivery", calls) {
+			t.Fatal("a checkpoint redelivered after a failed verification was handed over as ordered")
+		}
+		testrun.WaitFor(t, "the idle consumer proves order again", func() bool {
+			c := in.Counts()
+			return c.Ordered == 1 && c.Unordered == 1 && c.OrderProven
+		})
+		publish(t, b, wire.EventMessage(ordersEvent(4, 4, eventTypes[0])))
+		publish(t, b, checkpoint(4, 5))
+		testrun.WaitFor(t, "the next checkpoint verified", func() bool { return in.Counts().Ordered+in.Counts().Unordered == 3 })
+		if !<-calls {
+			t.Fatal("after the redelivered checkpoint was handled and nothing was pending, the next checkpoint was not ordered")
+		}
+	})
+
+	// A delivery another consumer (an earlier process, a second replica) holds unacknowledged
+	// may be committed after the checkpoint behind it: that checkpoint is not ordered.
+	t.Run("DoesNotProveOrderOverADeliveryAnotherConsumerHolds", func(t *testing.T) {
+		t.Parallel()
+		in, b := setup(t)
+		calls := make(chan bool, 4)
+		in.OnCheckpoint = func(ctx context.Context, cp wire.Checkpoint, ordered bool) error {
+			calls <- ordered
+			return nil
+		}
+		publish(t, b, wire.EventMessage(ordersEvent(1, 1, eventTypes[0])), wire.EventMessage(ordersEvent(2, 2, eventTypes[0])))
+		cp, err := wire.CheckpointMessage(wire.Checkpoint{Origin: "orders", Control: wire.ControlSubject("orders"), IntervalS: 60,
+			At: time.Now(), From: 1, To: 3, Type: eventTypes[0], Tenants: []wire.CheckpointTenant{{Tenant: "acme", N: 2}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		publish(t, b, cp)
+		// An earlier process took event 1 and died before acknowledging it.
+		cons, err := b.nats.JS.CreateOrUpdateConsumer(ctx, wire.EventsStream, jetstream.ConsumerConfig{
+			Durable: "streamseal-inbox-billing", FilterSubjects: []string{wire.EventFilter("*", eventTypes[0])},
+			AckPolicy: jetstream.AckExplicitPolicy, AckWait: time.Hour})
+		if err != nil {
+			t.Fatal(err)
+		}
+		held, err := cons.Fetch(1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for range held.Messages() {
+		}
+		testrun.Go(t, "inbox", in.Run)
+		if testrun.Receive(t, "the checkpoint verification", calls) {
+			t.Fatal("a checkpoint behind a delivery still held by another consumer was handed over as ordered")
 		}
 	})
 }

@@ -56,13 +56,17 @@ type CheckpointWindow struct {
 	From, To  int64
 	EventType string
 	Tenants   []CheckpointTenant
+	// Ordered says the inbox proved every message before this checkpoint on its subject was
+	// committed (or deliberately dropped): holes in its own window are confirmed at first sight.
+	// false is always safe (two-cycle confirmation).
+	Ordered bool
 }
 
 // LaneVerdict is what verifying a checkpoint concluded about one lane.
 type LaneVerdict struct {
 	Tenant, EventType string
 	Floor             int64
-	NewlyConfirmed    [][2]int64 // holes confirmed by this checkpoint (two-cycle confirmation)
+	NewlyConfirmed    [][2]int64 // holes confirmed by this checkpoint (two-cycle, or at first sight when ordered)
 	Confirmed         [][2]int64 // every confirmed hole
 	ToRequest         [][2]int64 // confirmed holes not requested, or whose request is past its deadline
 	RequestAttempts   int        // asks of the lane's outstanding ranges so far
@@ -81,8 +85,8 @@ func CheckpointVerify(ctx context.Context, db Querier, w CheckpointWindow) ([]La
 	rows, err := db.Query(ctx, `
 		select tenant, event_type, floor, `+rangesSQL("newly_confirmed")+`, `+rangesSQL("confirmed")+`, `+rangesSQL("to_request")+`,
 		       request_attempts
-		from streamseal.verify_checkpoint($1, $2, $3, $4, $5, $6, $7, $8, $9::int8multirange[])`,
-		w.Origin, w.From, w.To, w.EventType, tenants, counts, firsts, lasts, atMostOnce)
+		from streamseal.verify_checkpoint($1, $2, $3, $4, $5, $6, $7, $8, $9::int8multirange[], ordered => $10)`,
+		w.Origin, w.From, w.To, w.EventType, tenants, counts, firsts, lasts, atMostOnce, w.Ordered)
 	if err != nil {
 		return nil, classify("verify checkpoint of "+w.Origin+"/"+w.EventType, err)
 	}

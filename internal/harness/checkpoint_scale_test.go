@@ -71,14 +71,14 @@ type windowLog struct {
 
 func (w *windowLog) wrap(s *harness.Service) {
 	inner := s.Inbox.OnCheckpoint
-	s.Inbox.OnCheckpoint = func(ctx context.Context, cp wire.Checkpoint) error {
+	s.Inbox.OnCheckpoint = func(ctx context.Context, cp wire.Checkpoint, ordered bool) error {
 		w.mu.Lock()
 		if w.seen == nil {
 			w.seen = map[string]int{}
 		}
 		w.seen[fmt.Sprintf("%s %s [%d,%d)", cp.Origin, cp.Type, cp.From, cp.To)]++
 		w.mu.Unlock()
-		return inner(ctx, cp)
+		return inner(ctx, cp, ordered)
 	}
 }
 

@@ -207,7 +207,7 @@ $$;
 create function streamseal._verify_checkpoint(
     origin text, window_from bigint, window_to bigint, checkpoint_type text, tenants text[],
     counts bigint[], first_type_seqs bigint[], last_type_seqs bigint[], at_most_once int8multirange[],
-    now_at timestamptz)
+    now_at timestamptz, ordered boolean)
 returns table (tenant text, event_type text, floor bigint, suspected int8multirange,
                confirmed int8multirange, newly_confirmed int8multirange, to_request int8multirange,
                request_attempts integer)
@@ -223,6 +223,7 @@ declare
     problem text;
     given integer;
     bad record;
+    born text[];
 begin
     -- GUARD: a checkpoint message is read whole or refused whole.
     perform streamseal._require_lane_key('verify_checkpoint', _verify_checkpoint.origin, '',
@@ -295,6 +296,10 @@ begin
             _verify_checkpoint.origin, pg_catalog.quote_literal(_verify_checkpoint.checkpoint_type), bad.problem
             using errcode = '22023';
     end if;
+    if _verify_checkpoint.ordered is null then
+        raise exception 'verify_checkpoint: ordered null is invalid: expected true (the caller proved every message before this checkpoint on its subject committed) or false'
+            using errcode = '22023';
+    end if;
 
     -- A consumer never alarms about types it does not consume.
     if not streamseal.subscribed(_verify_checkpoint.origin, _verify_checkpoint.checkpoint_type) then
@@ -302,14 +307,19 @@ begin
     end if;
 
     -- Birth: everything before the first checkpointed window this consumer sees is history
-    -- (backfill's business), not a gap. A heartbeat announces nothing and creates no lane.
-    insert into streamseal.lanes (origin, tenant, event_type, floor, birth_floor, last_type_seq)
-    select _verify_checkpoint.origin, u.tenant, _verify_checkpoint.checkpoint_type, u.first - 1, u.first - 1, u.first - 1
-    from rows from (pg_catalog.unnest(_verify_checkpoint.tenants), pg_catalog.unnest(_verify_checkpoint.first_type_seqs))
-         as u(tenant, first)
-    where u.first is not null
-    order by u.tenant
-    on conflict on constraint lanes_pkey do nothing;
+    -- (backfill's business), not a gap. A heartbeat announces nothing and creates no lane. The
+    -- lanes born here are remembered: their first window never confirms at first sight.
+    with inserted as (
+        insert into streamseal.lanes (origin, tenant, event_type, floor, birth_floor, last_type_seq)
+        select _verify_checkpoint.origin, u.tenant, _verify_checkpoint.checkpoint_type, u.first - 1, u.first - 1, u.first - 1
+        from rows from (pg_catalog.unnest(_verify_checkpoint.tenants), pg_catalog.unnest(_verify_checkpoint.first_type_seqs))
+             as u(tenant, first)
+        where u.first is not null
+        order by u.tenant
+        on conflict on constraint lanes_pkey do nothing
+        returning lanes.tenant
+    )
+    select coalesce(pg_catalog.array_agg(i.tenant), '{}') into born from inserted i;
 
     -- One verifier per lane at a time, locked in key order so overlapping calls cannot deadlock.
     -- The statement below runs with a fresh snapshot and sees the latest lane rows.
@@ -323,9 +333,10 @@ begin
 
     return query
     with given_rows as (
-        select u.tenant, u.last, coalesce(u.amo, '{}'::pg_catalog.int8multirange) as amo
-        from rows from (pg_catalog.unnest(_verify_checkpoint.tenants), pg_catalog.unnest(_verify_checkpoint.last_type_seqs),
-                        pg_catalog.unnest(_verify_checkpoint.at_most_once)) as u(tenant, last, amo)
+        select u.tenant, u.first, u.last, coalesce(u.amo, '{}'::pg_catalog.int8multirange) as amo
+        from rows from (pg_catalog.unnest(_verify_checkpoint.tenants), pg_catalog.unnest(_verify_checkpoint.first_type_seqs),
+                        pg_catalog.unnest(_verify_checkpoint.last_type_seqs),
+                        pg_catalog.unnest(_verify_checkpoint.at_most_once)) as u(tenant, first, last, amo)
     ), lane as (
         -- A heartbeat (null last) re-evaluates up to what earlier checkpoints announced, so a
         -- hole seen once is confirmed by the next checkpoint even when it is empty. A checkpoint
@@ -333,7 +344,16 @@ begin
         select l.origin, l.tenant, l.event_type, l.floor, l.last_type_seq, l.suspected, l.confirmed, l.requested,
                l.request_attempts, l.next_request_at,
                l.accepted + g.amo as accepted,
-               greatest(l.last_type_seq, g.last) as announced
+               greatest(l.last_type_seq, g.last) as announced,
+               -- Order proven: this window's type_seqs were all published before this checkpoint
+               -- on its subject and every message before it was committed, so a hole among them
+               -- is loss now. Only when the window follows the last one this lane saw (no round
+               -- missed) and the lane was not born by this checkpoint (the consumer may have
+               -- joined mid-stream); otherwise {}: two-cycle confirmation decides.
+               case when _verify_checkpoint.ordered and g.first = l.last_type_seq + 1
+                         and not (l.tenant = any (born))
+                    then pg_catalog.int8multirange(pg_catalog.int8range(g.first, g.last + 1))
+                    else '{}'::pg_catalog.int8multirange end as proven
         from streamseal.lanes l
         join given_rows g on g.tenant = l.tenant
         where l.origin = _verify_checkpoint.origin
@@ -346,10 +366,11 @@ begin
                                         la.last_type_seq, la.announced, la.accepted) as missing
         from lane la
     ), judged as (
-        -- Two-cycle confirmation: a hole must survive the next checkpoint to be confirmed.
+        -- Two-cycle confirmation: a hole must survive the next checkpoint to be confirmed, unless
+        -- the checkpoint proves it is loss already (proven, above).
         select g.*,
-               g.missing * g.suspected as newly_confirmed,
-               (g.confirmed * g.missing) + (g.missing * g.suspected) as confirmed_now,
+               ((g.missing * g.suspected) + (g.missing * g.proven)) - g.confirmed as newly_confirmed,
+               (g.confirmed * g.missing) + (g.missing * g.suspected) + (g.missing * g.proven) as confirmed_now,
                -- THE FLOOR NEVER PASSES A HOLE, and never moves down.
                greatest(g.floor, case when pg_catalog.isempty(g.missing) then g.announced
                                       else pg_catalog.lower(g.missing) - 1 end) as floor_now,
@@ -406,6 +427,13 @@ $$;
 --   * newly_confirmed = missing * suspected; confirmed = (confirmed * missing) + newly_confirmed
 --     (a confirmed hole that arrived clears); suspected = missing - confirmed; requested keeps
 --     only what is still missing.
+--   * ordered (detection in one interval): the caller says every message before this checkpoint
+--     on its ordered subject was committed (or deliberately dropped). Then a hole in the window
+--     this checkpoint announces, [first, last], is loss already and is confirmed at first sight,
+--     provided the lane was not born by this checkpoint (the consumer may have joined
+--     mid-stream) and first follows the last type_seq the lane knew (no round was missed). A
+--     heartbeat or an older checkpoint announces no new window. Everything else still waits
+--     for the next checkpoint (two-cycle). false (the default) is always safe.
 --   * floor = last when nothing is missing, else just below the lowest hole; never lower than
 --     before. THE FLOOR NEVER PASSES A HOLE (invariant 6).
 --   * to_request = confirmed - requested: confirmed holes not yet asked for. The caller asks,
@@ -414,7 +442,7 @@ $$;
 create function streamseal.verify_checkpoint(
     origin text, window_from bigint, window_to bigint, event_type text, tenants text[], counts bigint[],
     first_type_seqs bigint[], last_type_seqs bigint[], at_most_once int8multirange[],
-    now_at timestamptz default pg_catalog.now())
+    now_at timestamptz default pg_catalog.now(), ordered boolean default false)
 returns table (tenant text, event_type text, floor bigint, suspected int8multirange,
                confirmed int8multirange, newly_confirmed int8multirange, to_request int8multirange,
                request_attempts integer)
@@ -427,7 +455,7 @@ as $$
     from streamseal._verify_checkpoint(verify_checkpoint.origin, verify_checkpoint.window_from,
         verify_checkpoint.window_to, verify_checkpoint.event_type, verify_checkpoint.tenants,
         verify_checkpoint.counts, verify_checkpoint.first_type_seqs, verify_checkpoint.last_type_seqs,
-        verify_checkpoint.at_most_once, verify_checkpoint.now_at) v
+        verify_checkpoint.at_most_once, verify_checkpoint.now_at, verify_checkpoint.ordered) v
 $$;
 
 -- mark_requested records that type_seqs of a lane were asked for (a redelivery request went to
