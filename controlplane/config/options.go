@@ -317,7 +317,7 @@ func tunables(c *Config) []Option {
 			Help:  "how long a deficit bucket may stay unhealed, or a confirmed gap unrepaired, before /readyz says degraded (a repair takes a cycle or two)",
 			value: durationIn(&c.ReadinessGrace, ReadinessGraceDefault, 0, day)},
 		{Flag: "maintenance-interval", Env: "STREAMSEAL_MAINTENANCE_INTERVAL", Commands: both,
-			Help:  "how often epochs close and liveness is checked",
+			Help:  "how often epochs close, ephemeral events are reaped and liveness is checked",
 			value: durationIn(&c.MaintenanceInterval, MaintenanceIntervalDefault, 10*time.Millisecond, day)},
 		{Flag: "repair-mode", Env: "STREAMSEAL_REPAIR_MODE", Commands: both,
 			Help:  "auto-repair-capped repairs confirmed gaps, capped; report-only records exactly what would be requested and sends nothing",
