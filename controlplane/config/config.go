@@ -47,6 +47,8 @@ const (
 	FullSweepCronDefault                      = "0 3 * * *"
 	FullSweepEveryNthAuditDefault             = 7
 	EventRetentionDefault                     = 7 * 24 * time.Hour
+	EphemeralGraceDefault                     = 24 * time.Hour
+	DestructionHoldLimitDefault               = redelivery.HoldLimitDefault
 )
 
 // Config holds every tunable of a running control plane.
@@ -74,6 +76,9 @@ type Config struct {
 	// EventRetention is how long JetStream keeps events (0: forever). Repairs come from the
 	// origin's store, so the broker holds only what deliveries in flight and restarts need.
 	EventRetention time.Duration
+	// EphemeralGrace is how long ephemeral events are kept before the maintenance job reaps them
+	// (held ones longer: Redelivery.HoldLimit).
+	EphemeralGrace time.Duration
 }
 
 // Defaults are the proposal's production defaults: each option's default from the table, and

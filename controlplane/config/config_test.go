@@ -45,6 +45,7 @@ func TestConfig(t *testing.T) {
 			FullSweepCron:                      FullSweepCronDefault,
 			FullSweepEveryNthAudit:             FullSweepEveryNthAuditDefault,
 			EventRetention:                     EventRetentionDefault,
+			EphemeralGrace:                     EphemeralGraceDefault,
 		}
 		if got := Defaults(); got != want {
 			t.Fatalf("Defaults() = %+v\nwant        %+v", got, want)

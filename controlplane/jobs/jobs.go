@@ -1,5 +1,6 @@
 // Package jobs schedules the control plane's periodic work on River: one job kind per SQL entry
-// point (checkpoint: next_checkpoint and the liveness check; maintenance: close_epochs; audit:
+// point (checkpoint: next_checkpoint and the liveness check; maintenance: close_epochs and
+// reap_ephemeral; audit:
 // the manifest exchange and comparison). River
 // elects a leader among a service's replicas and only the leader enqueues periodic jobs; the SQL
 // underneath is safe to run twice anyway (the checkpoint window is taken under a row lock, epoch
@@ -33,7 +34,8 @@ type CheckpointArgs struct{}
 // Kind implements river.JobArgs.
 func (CheckpointArgs) Kind() string { return "streamseal_checkpoint" }
 
-// MaintenanceArgs is the periodic maintenance job: close settled epochs.
+// MaintenanceArgs is the periodic maintenance job: close settled epochs, reap ephemeral events
+// past their grace (holds respected).
 type MaintenanceArgs struct{}
 
 // Kind implements river.JobArgs.
@@ -119,6 +121,9 @@ func (w *maintenanceWorker) Work(ctx context.Context, _ *river.Job[MaintenanceAr
 			w.logger.Warn("maintenance: stalled epoch forced closed; the sweep will verify it", "origin", e.Origin, "epoch", e.Epoch)
 		}
 	}
+	if _, err := ReapEphemeral(ctx, w.pool, w.cfg.EphemeralGrace, w.logger); err != nil {
+		return err
+	}
 	if _, err := store.SentRequestsPrune(ctx, w.pool, SentRequestsRetention); err != nil {
 		return err
 	}
@@ -129,6 +134,24 @@ func (w *maintenanceWorker) Work(ctx context.Context, _ *river.Job[MaintenanceAr
 		return w.refresh(ctx)
 	}
 	return nil
+}
+
+// ReapBatchMax is how many ephemeral events one maintenance run reaps at most; the rest wait for
+// the next run, so a backlog never makes one run long.
+const ReapBatchMax = 10000
+
+// ReapEphemeral is the maintenance job's reaper step: it removes the ephemeral events stored
+// longer ago than grace (streamseal.reap_ephemeral: an origin's own only once a checkpoint
+// covered them, never while a destruction hold names them) and returns how many it removed.
+func ReapEphemeral(ctx context.Context, pool *pgxpool.Pool, grace time.Duration, logger *slog.Logger) (int64, error) {
+	reaped, err := store.EphemeralReap(ctx, pool, grace, ReapBatchMax)
+	if err != nil {
+		return 0, err
+	}
+	if reaped > 0 && logger != nil {
+		logger.Info("maintenance: ephemeral events reaped past their grace", "reaped", reaped, "grace", grace)
+	}
+	return reaped, nil
 }
 
 // NewClient builds the River client of one service with its periodic jobs.

@@ -2,7 +2,8 @@
 // serves /healthz and /readyz. Three kinds of instrument: plain counters read the components'
 // own counters at scrape time (Sources); histograms and labelled counters are fed by the
 // components where the work happens (Instruments, instruments.go); the backlog gauges (unhealed,
-// exhausted, oldest unhealed age, sealed_through and origin_silent per origin) are read once per
+// exhausted, oldest unhealed age, sealed_through and origin_silent per origin, and the accepted
+// loss counters) are read once per
 // maintenance cycle (Refresh) and swapped in whole, and /readyz judges that same reading. Nothing queries the database for the sake of a metric, and no
 // scrape sees a half-updated reading.
 package metrics
@@ -52,6 +53,11 @@ type Backlog struct {
 	IdentityMismatches    int64
 	LocalExtras           int64
 	Silent                map[string]bool // per known origin: the liveness alarm stands
+
+	// Losses sums the accepted losses (events) per origin and reason (streamseal.loss_reports):
+	// at-most-once occurrences that never arrived, reaped ephemeral events, what an origin could
+	// not serve. Exported as counters: the reports are never pruned.
+	Losses map[store.LossKey]int64
 }
 
 // Exporter owns the registry, the instruments the components feed, and the latest backlog
@@ -109,6 +115,13 @@ func New(pool *pgxpool.Pool, nc *nats.Conn, src Sources) *Exporter {
 	gauge("lanes_with_confirmed_gaps", "Lanes holding a confirmed, not yet repaired gap.", func(b Backlog) float64 { return float64(b.ConfirmedGapLanes) })
 	e.Registry.MustRegister(&sealCollector{e: e, desc: prometheus.NewDesc(namespace+"_sealed_through",
 		"Per origin, the exclusive end of the highest window audited complete.", []string{"origin_service_id"}, nil)})
+	e.Registry.MustRegister(&lossCollector{e: e,
+		accepted: prometheus.NewDesc(namespace+"_accepted_losses_total",
+			"Per origin and reason, events a lane accepted as lost instead of repairing (at_most_once, reaped_ephemeral, absent, never_existed; streamseal status lists them).",
+			[]string{"origin", "reason"}, nil),
+		atMostOnce: prometheus.NewDesc(namespace+"_at_most_once_missed_total",
+			"Per origin, at-most-once occurrences a checkpoint announced that never arrived: reported, never requested.",
+			[]string{"origin"}, nil)})
 	e.Registry.MustRegister(&silentCollector{e: e, desc: prometheus.NewDesc(namespace+"_origin_silent",
 		"Per known origin, 1 while its checkpoints stopped for the liveness intervals (the liveness alarm), 0 once heard.", []string{"origin"}, nil)})
 	return e
@@ -143,6 +156,9 @@ func (e *Exporter) Refresh(ctx context.Context) error {
 		return err
 	}
 	if b.SealedThrough, err = store.Seals(ctx, e.pool); err != nil {
+		return err
+	}
+	if b.Losses, err = store.LossTotals(ctx, e.pool); err != nil {
 		return err
 	}
 	e.SetBacklog(b)
@@ -274,5 +290,23 @@ func (c *silentCollector) Collect(ch chan<- prometheus.Metric) {
 			v = 1
 		}
 		ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, v, origin)
+	}
+}
+
+// lossCollector exports the backlog's loss totals as counters.
+type lossCollector struct {
+	e                    *Exporter
+	accepted, atMostOnce *prometheus.Desc
+}
+
+func (c *lossCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.accepted; ch <- c.atMostOnce }
+func (c *lossCollector) Collect(ch chan<- prometheus.Metric) {
+	c.e.mu.RLock()
+	defer c.e.mu.RUnlock()
+	for k, n := range c.e.backlog.Losses {
+		ch <- prometheus.MustNewConstMetric(c.accepted, prometheus.CounterValue, float64(n), k.Origin, k.Reason)
+		if k.Reason == "at_most_once" {
+			ch <- prometheus.MustNewConstMetric(c.atMostOnce, prometheus.CounterValue, float64(n), k.Origin)
+		}
 	}
 }

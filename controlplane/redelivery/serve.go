@@ -35,6 +35,9 @@ type Limits struct {
 	PageSize            int // events selected per keyset page (default 500)
 	MaxBundleEvents     int // events per bundle (default 500)
 	MaxBundleBytes      int // payload bytes per bundle; a larger single event ships alone (default 192000)
+	// HoldLimit is how long a request naming ephemeral events holds them against the reaper
+	// when it is not served first (default 1h; streamseal.hold_destruction).
+	HoldLimit time.Duration
 }
 
 // Defaults of Limits (the proposal's pump options), used where a field is left zero.
@@ -43,11 +46,12 @@ const (
 	PageSizeDefault            = 500
 	MaxBundleEventsDefault     = 500
 	MaxBundleBytesDefault      = 192000
+	HoldLimitDefault           = time.Hour
 )
 
 // DefaultLimits are the production defaults.
 var DefaultLimits = Limits{MaxEventsPerRequest: MaxEventsPerRequestDefault, PageSize: PageSizeDefault,
-	MaxBundleEvents: MaxBundleEventsDefault, MaxBundleBytes: MaxBundleBytesDefault}
+	MaxBundleEvents: MaxBundleEventsDefault, MaxBundleBytes: MaxBundleBytesDefault, HoldLimit: HoldLimitDefault}
 
 // Server serves redelivery requests for one service.
 type Server struct {
@@ -103,6 +107,9 @@ func (s *Server) accept(ctx context.Context, env wire.Envelope, _ []byte) error 
 		return nil
 	}
 	s.requestsReceived.Add(1)
+	if err := s.hold(ctx, id, env.From, req); err != nil {
+		return err
+	}
 	outcome, err := store.RedeliveryQueueAdd(ctx, s.Pool, store.QueuedRequest{RequestID: id, Requester: env.From, Request: env.Body}, QueueMaxDefault)
 	if err != nil {
 		return err
@@ -113,6 +120,33 @@ func (s *Server) accept(ctx context.Context, env wire.Envelope, _ []byte) error 
 	select {
 	case s.wake <- struct{}{}:
 	default:
+	}
+	return nil
+}
+
+// hold places a destruction hold on the own ephemeral events a granted request names before the
+// request is queued, so the reaper leaves them until it is served or Limits.HoldLimit passes: a
+// consumer's confirmed gap on an ephemeral lane is repaired even when the grace runs out while
+// the request waits. A request that will be refused holds nothing; one naming no numbers holds
+// nothing (streamseal.hold_destruction).
+func (s *Server) hold(ctx context.Context, id uuid.UUID, requester string, req wire.RedeliveryRequest) error {
+	if req.FromSeq == nil && req.ToSeq == nil && len(req.TypeSeqRanges) == 0 {
+		return nil
+	}
+	if reason, err := s.authorize(ctx, requester, req); err != nil || reason != "" {
+		return err
+	}
+	limits := WithDefaults(s.Limits)
+	held, err := store.DestructionHoldPlace(ctx, s.Pool, id, requester, selection(req), limits.HoldLimit, limits.MaxEventsPerRequest)
+	if errors.Is(err, store.ErrInvalidInput) {
+		return nil // the build refuses it with the reason
+	}
+	if err != nil {
+		return err
+	}
+	if held > 0 {
+		s.Logger.Info("redelivery: ephemeral events held against the reaper until the request is served",
+			"request", id, "requester", requester, "held", held, "hold_limit", limits.HoldLimit)
 	}
 	return nil
 }
@@ -195,6 +229,10 @@ func (s *Server) serveLocked(ctx context.Context, q store.QueuedRequest) error {
 	if err := s.build(ctx, q.Requester, req); err != nil {
 		return fmt.Errorf("build request %s of %s (attempt %d): %w", req.RequestID, q.Requester, attempts, err)
 	}
+	// Served: what it held may be reaped now.
+	if _, err := store.DestructionHoldRelease(ctx, s.Pool, q.RequestID); err != nil {
+		return err
+	}
 	return store.RedeliveryQueueRemove(ctx, s.Pool, q.RequestID)
 }
 
@@ -214,6 +252,9 @@ func WithDefaults(l Limits) Limits {
 	}
 	if l.MaxBundleBytes <= 0 {
 		l.MaxBundleBytes = d.MaxBundleBytes
+	}
+	if l.HoldLimit <= 0 {
+		l.HoldLimit = d.HoldLimit
 	}
 	return l
 }

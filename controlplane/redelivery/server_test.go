@@ -1,6 +1,8 @@
 package redelivery_test
 
 import (
+	"time"
+
 	"context"
 	"fmt"
 	"slices"
@@ -82,14 +84,14 @@ func TestServer(t *testing.T) {
 				t.Errorf("%s = %d, want %d", c.name, c.got, c.want)
 			}
 		}
-		want := redelivery.Limits{MaxEventsPerRequest: 10000, PageSize: 500, MaxBundleEvents: 500, MaxBundleBytes: 192000}
+		want := redelivery.Limits{MaxEventsPerRequest: 10000, PageSize: 500, MaxBundleEvents: 500, MaxBundleBytes: 192000, HoldLimit: time.Hour}
 		if redelivery.DefaultLimits != want {
 			t.Errorf("DefaultLimits = %+v, want %+v", redelivery.DefaultLimits, want)
 		}
 		if got := redelivery.WithDefaults(redelivery.Limits{}); got != want {
 			t.Errorf("WithDefaults(zero) = %+v, want %+v", got, want)
 		}
-		if got := redelivery.WithDefaults(redelivery.Limits{PageSize: 7}); got != (redelivery.Limits{10000, 7, 500, 192000}) {
+		if got := redelivery.WithDefaults(redelivery.Limits{PageSize: 7}); got != (redelivery.Limits{10000, 7, 500, 192000, time.Hour}) {
 			t.Errorf("WithDefaults kept %+v of a set page size 7", got)
 		}
 

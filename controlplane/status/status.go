@@ -1,6 +1,6 @@
 // Package status reads a service's integrity state for `streamseal status`: per origin it has
 // heard from, each lane's floor and holes, the seal and its generation, unhealed buckets by class,
-// the last checkpoint and liveness. Read-only; every figure comes straight from the tables the
+// the last checkpoint and liveness, and the losses its lanes accepted (loss reports). Read-only; every figure comes straight from the tables the
 // control plane keeps.
 package status
 
@@ -32,7 +32,15 @@ type Origin struct {
 	// Unanswered counts the redelivery requests sent to the origin whose summary has not come.
 	Unanswered int    `json:"unanswered_requests"`
 	Lanes      []Lane `json:"lanes"`
+	// Losses sums the events accepted as lost per reason (at_most_once: occurrences that never
+	// arrived; reaped_ephemeral, absent, never_existed: what the origin answered it cannot
+	// serve); LossReports are the most recent reports, newest first, with their lane and window.
+	Losses      map[string]int64   `json:"accepted_losses"`
+	LossReports []store.LossReport `json:"loss_reports"`
 }
+
+// LossReportsShown is how many recent loss reports status lists per origin.
+const LossReportsShown = 20
 
 // Read collects the status of every known origin.
 func Read(ctx context.Context, db store.Querier) ([]Origin, error) {
@@ -40,10 +48,22 @@ func Read(ctx context.Context, db store.Querier) ([]Origin, error) {
 	if err != nil {
 		return nil, err
 	}
+	losses, err := store.LossTotals(ctx, db)
+	if err != nil {
+		return nil, err
+	}
 	origins := make([]Origin, 0, len(states))
 	for _, st := range states {
 		o := Origin{Origin: st.Origin, LastCheckpoint: st.LastCheckpoint, Silent: st.Silent, Generation: st.Generation,
-			SealedThrough: st.SealedThrough, Unhealed: map[string]int{}}
+			SealedThrough: st.SealedThrough, Unhealed: map[string]int{}, Losses: map[string]int64{}}
+		for k, n := range losses {
+			if k.Origin == o.Origin {
+				o.Losses[k.Reason] = n
+			}
+		}
+		if o.LossReports, err = store.LossReportsByOrigin(ctx, db, o.Origin, LossReportsShown); err != nil {
+			return nil, err
+		}
 		if o.Lanes, err = store.LanesByOrigin(ctx, db, o.Origin); err != nil {
 			return nil, err
 		}
@@ -101,6 +121,22 @@ func Print(out io.Writer, origins []Origin, asJSON bool) error {
 			fmt.Fprintf(w, "%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\n", o.Origin, orDash(l.Tenant), l.EventType, l.Floor,
 				orDash(strings.Trim(l.Suspected, "{}")), orDash(strings.Trim(l.Confirmed, "{}")), orDash(strings.Trim(l.Requested, "{}")),
 				asked, orDash(l.NextRequestAt), orDash(strings.Trim(l.AcceptedLosses, "{}")))
+		}
+	}
+	reported := false
+	for _, o := range origins {
+		for _, r := range o.LossReports {
+			if !reported {
+				fmt.Fprintln(w)
+				fmt.Fprintln(w, "ORIGIN\tTENANT\tTYPE\tACCEPTED LOSS\tTYPE_SEQS\tEVENTS\tCHECKPOINT WINDOW\tREPORTED")
+				reported = true
+			}
+			window := "-"
+			if r.WindowFrom != nil && r.WindowTo != nil {
+				window = fmt.Sprintf("[%d,%d)", *r.WindowFrom, *r.WindowTo)
+			}
+			fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\n", o.Origin, orDash(r.Tenant), r.EventType, r.Reason,
+				strings.Trim(r.TypeSeqs, "{}"), r.N, window, r.ReportedAt.UTC().Format(time.RFC3339))
 		}
 	}
 	return w.Flush()

@@ -31,8 +31,10 @@
 {{ template "grants.sql" . }}
 {{ template "subscriptions.sql" . }}
 {{ template "redelivery.sql" . }}
+{{ template "destruction_holds.sql" . }}
 {{ template "checkpoints.sql" . }}
 {{ template "lanes.sql" . }}
+{{ template "loss_reports.sql" . }}
 {{ template "comparison.sql" . }}
 {{ template "ledger.sql" . }}
 {{ template "privileges.sql" . }}

@@ -331,6 +331,11 @@ begin
     order by l.tenant
     for update;
 
+    -- At-most-once occurrences that never arrived: accepted below, reported here (loss_reports.sql).
+    perform streamseal._report_unarrived_at_most_once(_verify_checkpoint.origin, _verify_checkpoint.checkpoint_type,
+        _verify_checkpoint.window_from, _verify_checkpoint.window_to, _verify_checkpoint.tenants,
+        _verify_checkpoint.at_most_once);
+
     return query
     with given_rows as (
         select u.tenant, u.first, u.last, coalesce(u.amo, '{}'::pg_catalog.int8multirange) as amo
@@ -418,7 +423,8 @@ $$;
 -- alarms about types it does not consume. Per tenant:
 --   * birth: a lane first seen gets floor = birth_floor = first_type_seq - 1; a heartbeat for an
 --     unknown lane creates nothing and returns no row.
---   * at-most-once occurrences are accepted, never holes.
+--   * at-most-once occurrences are accepted, never holes; those not held are reported once
+--     (loss_reports), never requested.
 --   * missing = (floor, last] minus what the store holds and what was accepted, where last is
 --     the highest type_seq any checkpoint announced (a heartbeat re-evaluates up to it, and an
 --     older checkpoint arriving late can never shrink it). Read incrementally: the known holes
@@ -518,7 +524,8 @@ $$;
 -- accept_loss records that type_seqs of a lane will never arrive, for an announced reason
 -- ('at_most_once', 'reaped_ephemeral', 'absent', 'never_existed': what redelivery_unservable
 -- answers), so they are no longer holes (invariant 6: a hole clears only by its arrival or by a
--- recorded acceptance). They leave suspected, confirmed and requested, and the floor moves up
+-- recorded acceptance) and reports what is newly lost (loss_reports). They leave suspected,
+-- confirmed and requested, and the floor moves up
 -- over held or accepted type_seqs as far as checkpoints announced, stopping below the next hole.
 -- No hole is promoted: only a checkpoint confirms.
 --
@@ -556,6 +563,13 @@ begin
     end if;
 
     newly := accept_loss.type_seqs * pg_catalog.int8multirange(pg_catalog.int8range(1, lane.last_type_seq + 1));
+    -- The report (loss_reports.sql) names what is lost now: not held, not accepted before, not
+    -- judged already below the floor, so a summary answering twice reports once.
+    perform streamseal._report_loss(lane.origin, lane.tenant, lane.event_type, accept_loss.reason,
+        streamseal._lane_missing(lane.origin, lane.tenant, lane.event_type,
+            newly - lane.accepted - lane.accepted_losses - pg_catalog.int8multirange(pg_catalog.int8range(null, lane.floor + 1)),
+            0, 0, '{}'),
+        null, null);
     lane.accepted := lane.accepted + newly;
     missing := streamseal._lane_missing(lane.origin, lane.tenant, lane.event_type, lane.suspected + lane.confirmed,
                                         lane.last_type_seq, lane.last_type_seq, lane.accepted);

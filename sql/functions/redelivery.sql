@@ -318,14 +318,17 @@ $$;
 -- asking forever. Two parts, each answered when its dimension was asked for:
 --
 --   type_seq_ranges given: per requested (tenant, event_type), the requested type_seqs within
---     [1, that pair's last type_seq] that are absent from the store (reaped ephemeral, closed:
---     'absent') or present as at-most-once occurrences ('at_most_once'), and the requested
+--     [1, that pair's last type_seq] that the reaper removed ('reaped_ephemeral': an ephemeral
+--     event past its grace, an accepted loss), that are otherwise absent from the store (closed,
+--     deleted: 'absent'), or present as at-most-once occurrences ('at_most_once'), and the requested
 --     type_seqs the pair never reached, above its counter or below 1 ('never_existed'). Rows
 --     carry type_seqs.
 --   an origin_seq window given (from_seq and/or to_seq): within
 --     [from_seq, least(to_seq, last stamped origin_seq + 1)) the own-lane origin_seqs held by no
---     event ('absent', tenant and event_type null: nobody knows what they were) and those of
---     at-most-once occurrences of the requested tenants and types ('at_most_once'). Rows carry
+--     event ('absent', tenant and event_type null: nobody knows what they were), those the reaper
+--     removed of the requested tenants and types ('reaped_ephemeral'; reaped ones of other types
+--     are not reported at all) and those of at-most-once occurrences of the requested tenants
+--     and types ('at_most_once'). Rows carry
 --     origin_seqs. Numbers the stamper has not handed out yet are not reported: they may still come.
 --
 -- When both are given the request is conjunctive, as in select_redelivery: an at-most-once
@@ -390,7 +393,9 @@ begin
         where redelivery_unservable.type_seq_ranges is not null
     ), type_part as (
         select p.tenant, p.event_type, p.asked, p.never_existed,
-               coalesce(held.present, '{}') as present, coalesce(held.at_most_once, '{}') as at_most_once
+               coalesce(held.present, '{}') as present, coalesce(held.at_most_once, '{}') as at_most_once,
+               coalesce((select rp.type_seqs from streamseal.reaped_ephemeral rp
+                         where rp.tenant = p.tenant and rp.event_type = p.event_type), '{}') as reaped
         from pairs p
         cross join lateral (
             select pg_catalog.range_agg(pg_catalog.int8range(e.type_seq, e.type_seq + 1)) as present,
@@ -409,6 +414,15 @@ begin
         select coalesce(pg_catalog.range_agg(pg_catalog.int8range(e.origin_seq, e.origin_seq + 1)), '{}') as present
         from streamseal.events e
         where window_asked and e.origin = self and e.origin_seq >= lo and e.origin_seq < hi
+    ), window_reaped as (
+        -- Reaped own ephemeral events (reap_ephemeral) in the window: named with their tenant and
+        -- type when the request asked for those, and never reported absent.
+        select rp.tenant, rp.event_type,
+               rp.origin_seqs * pg_catalog.int8multirange(pg_catalog.int8range(lo, hi)) as origin_seqs,
+               rp.tenant = any (redelivery_unservable.tenants)
+               and rp.event_type = any (redelivery_unservable.event_types) as asked
+        from streamseal.reaped_ephemeral rp
+        where window_asked
     ), window_at_most_once as (
         select e.tenant, e.event_type, pg_catalog.range_agg(pg_catalog.int8range(e.origin_seq, e.origin_seq + 1)) as origin_seqs
         from streamseal.events e
@@ -419,8 +433,11 @@ begin
           and (redelivery_unservable.type_seq_ranges is null or redelivery_unservable.type_seq_ranges @> e.type_seq)
         group by e.tenant, e.event_type
     ), answer as (
-        select tp.tenant, tp.event_type, 'absent'::text as reason, tp.asked - tp.present as type_seqs,
+        select tp.tenant, tp.event_type, 'absent'::text as reason, tp.asked - tp.present - tp.reaped as type_seqs,
                null::pg_catalog.int8multirange as origin_seqs
+        from type_part tp
+        union all
+        select tp.tenant, tp.event_type, 'reaped_ephemeral', (tp.asked - tp.present) * tp.reaped, null
         from type_part tp
         union all
         select tp.tenant, tp.event_type, 'at_most_once', tp.at_most_once, null
@@ -430,8 +447,13 @@ begin
         from type_part tp
         union all
         select null, null, 'absent', null, pg_catalog.int8multirange(pg_catalog.int8range(lo, hi)) - w.present
+            - coalesce((select pg_catalog.range_agg(r.origin_seqs) from window_reaped r), '{}')
         from window_held w
         where window_asked
+        union all
+        select r.tenant, r.event_type, 'reaped_ephemeral', null, r.origin_seqs - w.present
+        from window_reaped r cross join window_held w
+        where r.asked
         union all
         select m.tenant, m.event_type, 'at_most_once', null, m.origin_seqs
         from window_at_most_once m

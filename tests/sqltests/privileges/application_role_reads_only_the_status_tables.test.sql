@@ -10,7 +10,8 @@ select set_eq(
        cross join unnest(array['SELECT', 'INSERT', 'UPDATE', 'DELETE', 'TRUNCATE', 'REFERENCES', 'TRIGGER']) as p(privilege)
        where c.relnamespace = 'streamseal'::regnamespace and c.relkind in ('r', 'p', 'v', 'm', 'f')
          and has_table_privilege('streamseal_application', c.oid, p.privilege) $$,
-    $$ values ('known_origins', 'SELECT'), ('seals', 'SELECT'), ('lanes', 'SELECT'), ('repair_ledger', 'SELECT') $$,
+    $$ values ('known_origins', 'SELECT'), ('seals', 'SELECT'), ('lanes', 'SELECT'), ('repair_ledger', 'SELECT'),
+              ('loss_reports', 'SELECT') $$,
     'the application role holds SELECT on the status tables and nothing else on any table');
 select is_empty(
     $$ select c.relname from pg_class c

@@ -1,7 +1,7 @@
 -- Invariants 1 and 6: at-most-once occurrences (flagged by the real append path) are never
 -- redelivered; an ephemeral event is redelivered while its body is present and, once reaped, is
 -- gone from the selection. redelivery_unservable names what a request cannot get, by reason
--- (absent, at_most_once, never_existed), so the requester records it instead of asking forever.
+-- (absent, reaped_ephemeral, at_most_once, never_existed), so the requester records it instead of asking forever.
 begin;
 select plan(13);
 select streamseal.set_service_name('redeliver-flags');
@@ -38,6 +38,7 @@ select is_empty(
 
 -- Reap the ephemeral event the way the maintenance job does.
 update streamseal.events set stored_at = now() - interval '2 hours' where event_id = streamseal_test.uid(3);
+update streamseal.checkpoint_state set published_through = 8; -- a checkpoint covered it
 select is(streamseal.reap_ephemeral(interval '1 hour'), 1::bigint, 'the reaper removes the aged ephemeral event');
 select results_eq(
     $$ select event_id from streamseal.select_redelivery(array['t1'], array['tick', 'tock']) $$,
@@ -47,10 +48,10 @@ select results_eq(
 select results_eq(
     $$ select tenant, event_type, reason, type_seqs, origin_seqs
        from streamseal.redelivery_unservable(array['t1'], array['tick'], type_seq_ranges => '{[1,10)}') $$,
-    $$ values ('t1'::text, 'tick'::text, 'absent'::text, '{[3,4)}'::int8multirange, null::int8multirange),
-              ('t1', 'tick', 'at_most_once', '{[2,3)}', null),
-              ('t1', 'tick', 'never_existed', '{[6,10)}', null) $$,
-    'by type_seq: the reaped one is absent, the occurrence at_most_once, those beyond the counter never_existed');
+    $$ values ('t1'::text, 'tick'::text, 'at_most_once'::text, '{[2,3)}'::int8multirange, null::int8multirange),
+              ('t1', 'tick', 'never_existed', '{[6,10)}', null),
+              ('t1', 'tick', 'reaped_ephemeral', '{[3,4)}', null) $$,
+    'by type_seq: the reaped one is reaped_ephemeral, the occurrence at_most_once, those beyond the counter never_existed');
 select results_eq(
     $$ select tenant, event_type, reason, type_seqs, origin_seqs
        from streamseal.redelivery_unservable(array['t1', 't9'], array['tock', 'none'], type_seq_ranges => '{[1,3)}') $$,
@@ -63,27 +64,27 @@ select results_eq(
 select results_eq(
     $$ select tenant, event_type, reason, type_seqs, origin_seqs
        from streamseal.redelivery_unservable(array['t1'], array['tick'], from_seq => 1, to_seq => 100) $$,
-    $$ values (null::text, null::text, 'absent'::text, null::int8multirange, '{[3,4)}'::int8multirange),
-              ('t1', 'tick', 'at_most_once', null, '{[2,3)}') $$,
-    'by window: the reaped origin_seq is absent (type unknown), the requested tenant''s and type''s occurrence at_most_once, nothing past the last stamped');
+    $$ values ('t1'::text, 'tick'::text, 'at_most_once'::text, null::int8multirange, '{[2,3)}'::int8multirange),
+              ('t1', 'tick', 'reaped_ephemeral', null, '{[3,4)}') $$,
+    'by window: the reaped origin_seq is reaped_ephemeral (the reaper recorded its type), the requested tenant''s and type''s occurrence at_most_once, nothing past the last stamped');
 select results_eq(
     $$ select reason, origin_seqs
        from streamseal.redelivery_unservable(array['t1'], array['tick', 'tock'], from_seq => 3) $$,
-    $$ values ('absent'::text, '{[3,4)}'::int8multirange), ('at_most_once', '{[6,7)}') $$,
+    $$ values ('reaped_ephemeral'::text, '{[3,4)}'::int8multirange), ('at_most_once', '{[6,7)}') $$,
     'a window open above runs to the last stamped origin_seq and starts at from_seq');
 select results_eq(
     $$ select tenant, event_type, reason, type_seqs, origin_seqs
        from streamseal.redelivery_unservable(array['t1'], array['tick'], from_seq => 3, to_seq => 10,
                                              type_seq_ranges => '{[1,4)}') $$,
-    $$ values ('t1'::text, 'tick'::text, 'absent'::text, '{[3,4)}'::int8multirange, null::int8multirange),
-              (null, null, 'absent', null, '{[3,4)}') $$,
+    $$ values ('t1'::text, 'tick'::text, 'reaped_ephemeral'::text, '{[3,4)}'::int8multirange, null::int8multirange),
+              ('t1', 'tick', 'reaped_ephemeral', null, '{[3,4)}') $$,
     'window and ranges together: the occurrence at origin_seq 2 lies outside the window and is not reported');
 select results_eq(
     $$ select tenant, event_type, reason, type_seqs, origin_seqs
        from streamseal.redelivery_unservable(array['t1'], array['tick'], from_seq => 1, to_seq => 10,
                                              type_seq_ranges => '{[3,6)}') $$,
-    $$ values ('t1'::text, 'tick'::text, 'absent'::text, '{[3,4)}'::int8multirange, null::int8multirange),
-              (null, null, 'absent', null, '{[3,4)}') $$,
+    $$ values ('t1'::text, 'tick'::text, 'reaped_ephemeral'::text, '{[3,4)}'::int8multirange, null::int8multirange),
+              ('t1', 'tick', 'reaped_ephemeral', null, '{[3,4)}') $$,
     'window and ranges together: the occurrence at type_seq 2 lies outside the ranges and is not reported');
 select is_empty(
     $$ select * from streamseal.redelivery_unservable(array['t1'], array['tick']) $$,
