@@ -83,7 +83,7 @@ func (c *runCmd) Run(ctx context.Context, o *runOpts) error {
 		url = embedded.URL()
 		c.Logger.Info("streamseal run: embedded NATS started", "url", url, "data_dir", o.NATSDataDir)
 	}
-	if err := c.startWith(startCtx, o, "NATS", func() error { return c.connectNATS(url, service) }, retryableNATSError); err != nil {
+	if err := c.startWith(startCtx, o, "NATS", func() error { return c.connectNATS(url, service, &o.Options) }, retryableNATSError); err != nil {
 		return err
 	}
 	// Bind the metrics address before anything is written or started: one that cannot be bound is
@@ -180,7 +180,11 @@ func retryableDatabaseError(err error) bool {
 	return !errors.As(err, &pgErr)
 }
 
-// retryableNATSError: no server answered, or it timed out; an authorization failure is final.
+// retryableNATSError: no server answered, or it timed out; an authorization or TLS failure is final.
 func retryableNATSError(err error) bool {
+	var refused *natsRefusedError
+	if errors.As(err, &refused) {
+		return false
+	}
 	return !errors.Is(err, nats.ErrAuthorization) && !strings.Contains(strings.ToLower(err.Error()), "authorization")
 }

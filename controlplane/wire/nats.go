@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"slices"
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
@@ -67,34 +68,76 @@ func (e *Embedded) Shutdown() {
 // that accepts TCP and never answers fails the attempt instead of hanging it.
 const ConnectTimeoutDefault = 5 * time.Second
 
-// Connect dials url as service, reconnecting forever: a control plane outlives broker restarts.
-func Connect(url, service string, logger *slog.Logger) (*nats.Conn, error) {
+// Connect dials url as service with sec's credentials and TLS, reconnecting forever: a control
+// plane outlives broker restarts. Every connection of service takes its replies (JetStream
+// pulls, publish acks, request replies) under InboxPrefix(service), the one reply prefix the
+// generated permissions let service subscribe to. A refusal by the server (a permissions
+// violation) is logged, never fatal: the operation it refused fails on its own.
+func Connect(url, service string, sec Security, logger *slog.Logger) (*nats.Conn, error) {
 	if logger == nil {
 		logger = slog.Default()
 	}
-	nc, err := nats.Connect(url,
-		nats.Name("streamseal-"+service),
+	secOpts, err := sec.natsOptions()
+	if err != nil {
+		return nil, err
+	}
+	opts := append([]nats.Option{
+		nats.Name("streamseal-" + service),
+		nats.CustomInboxPrefix(InboxPrefix(service)),
 		nats.Timeout(ConnectTimeoutDefault),
 		nats.MaxReconnects(-1),
-		nats.ReconnectWait(250*time.Millisecond),
+		nats.ReconnectWait(250 * time.Millisecond),
 		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
 			logger.Warn("wire: disconnected from NATS", "err", err)
 		}),
 		nats.ReconnectHandler(func(c *nats.Conn) {
-			logger.Info("wire: reconnected to NATS", "url", c.ConnectedUrl())
+			logger.Info("wire: reconnected to NATS", "url", redact.String(c.ConnectedUrl()))
 		}),
-	)
+		nats.ErrorHandler(func(_ *nats.Conn, sub *nats.Subscription, err error) {
+			subject := ""
+			if sub != nil {
+				subject = sub.Subject
+			}
+			logger.Warn("wire: NATS refused an operation", "service", service, "subscription", subject, "err", err)
+		}),
+	}, secOpts...)
+	nc, err := nats.Connect(url, opts...)
 	if err != nil {
-		return nil, fmt.Errorf("connect to NATS %s: %w", redact.String(url), err)
+		return nil, fmt.Errorf("connect to NATS %s as %s (%s): %w", redact.String(url), service, sec, err)
 	}
 	return nc, nil
 }
 
-// EnsureStreams creates (or updates) the two JetStream streams streamseal uses: events, kept for
-// eventRetention (0: forever), deduplicating re-publishes by message id within two minutes; and
-// control messages, kept for a day so a restarted service still finds what was sent to it.
+// EnsureStreams makes sure the two JetStream streams streamseal uses exist as configured: events,
+// kept for eventRetention (0: forever), deduplicating re-publishes by message id within two
+// minutes; and control messages, kept for a day so a restarted service still finds what was sent
+// to it. It reads each stream's info first and creates a missing stream, so a service whose NATS
+// user may only read stream info and create the two streams (the generated permissions, package
+// natsauth) starts against streams that exist; it updates a stream only when its configuration
+// differs (another --event-retention), which needs a user allowed to update streams.
 func EnsureStreams(ctx context.Context, js jetstream.JetStream, eventRetention time.Duration) error {
-	streams := []jetstream.StreamConfig{{
+	for _, cfg := range StreamConfigs(eventRetention) {
+		st, err := js.Stream(ctx, cfg.Name)
+		switch {
+		case errors.Is(err, jetstream.ErrStreamNotFound):
+			if _, err := js.CreateStream(ctx, cfg); err != nil && !errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
+				return fmt.Errorf("create JetStream stream %s: %w", cfg.Name, err)
+			}
+		case err != nil:
+			return fmt.Errorf("read JetStream stream %s: %w", cfg.Name, err)
+		case !streamConfigured(st.CachedInfo().Config, cfg):
+			if _, err := js.UpdateStream(ctx, cfg); err != nil {
+				return fmt.Errorf("update JetStream stream %s (its configuration differs from this service's, e.g. --event-retention; "+
+					"set the same value everywhere or update it as an admin): %w", cfg.Name, err)
+			}
+		}
+	}
+	return nil
+}
+
+// StreamConfigs are the configurations of the two streams EnsureStreams keeps.
+func StreamConfigs(eventRetention time.Duration) []jetstream.StreamConfig {
+	return []jetstream.StreamConfig{{
 		Name:       EventsStream,
 		Subjects:   []string{eventsPrefix + ">"},
 		Storage:    jetstream.FileStorage,
@@ -109,10 +152,14 @@ func EnsureStreams(ctx context.Context, js jetstream.JetStream, eventRetention t
 		MaxAge:     24 * time.Hour,
 		MaxMsgSize: DefaultMaxMessageBytes,
 	}}
-	for _, cfg := range streams {
-		if _, err := js.CreateOrUpdateStream(ctx, cfg); err != nil {
-			return fmt.Errorf("ensure JetStream stream %s: %w", cfg.Name, err)
-		}
+}
+
+// streamConfigured reports whether a stream's configuration has every setting want sets.
+func streamConfigured(have, want jetstream.StreamConfig) bool {
+	duplicates := want.Duplicates
+	if duplicates == 0 {
+		duplicates = have.Duplicates // the server's default window when none is asked for
 	}
-	return nil
+	return slices.Equal(have.Subjects, want.Subjects) && have.Storage == want.Storage && have.Retention == want.Retention &&
+		have.MaxAge == want.MaxAge && have.Duplicates == duplicates && have.MaxMsgSize == want.MaxMsgSize
 }

@@ -51,7 +51,7 @@ func New(ctx context.Context, newDB NewDatabase, logger *slog.Logger) (*Harness,
 		return nil, err
 	}
 	h := &Harness{NATS: srv, newDB: newDB, logger: logger, natsDir: dir}
-	nc, err := wire.Connect(srv.URL(), "harness", logger)
+	nc, err := wire.Connect(srv.URL(), "harness", wire.Security{}, logger)
 	if err != nil {
 		h.Close()
 		return nil, err
@@ -131,7 +131,7 @@ func (h *Harness) Start(ctx context.Context, name string, opts Options, configur
 }
 
 func (h *Harness) startNode(ctx context.Context, name string, pool *pgxpool.Pool, opts Options, configure func(*Service)) (*Service, error) {
-	nc, err := wire.Connect(h.NATS.URL(), name, h.logger)
+	nc, err := wire.Connect(h.NATS.URL(), name, wire.Security{}, h.logger)
 	if err != nil {
 		pool.Close()
 		return nil, err
