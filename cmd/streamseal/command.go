@@ -129,7 +129,8 @@ func natsRefusal(err error, o *config.Options) error {
 	msg := strings.ToLower(err.Error())
 	var hint string
 	switch {
-	case errors.Is(err, nats.ErrAuthorization) || strings.Contains(msg, "authorization violation") || strings.Contains(msg, "authentication"):
+	case errors.Is(err, nats.ErrAuthorization) || errors.Is(err, nats.ErrNkeysNotSupported) ||
+		strings.Contains(msg, "authorization violation") || strings.Contains(msg, "authentication") || strings.Contains(msg, "nkeys not supported"):
 		hint = "the NATS server refused the credentials: check " + o.NATSAuthFlags()
 	case errors.Is(err, nats.ErrSecureConnRequired) || strings.Contains(msg, "secure connection required"):
 		hint = "the NATS server requires TLS: set --nats-tls-ca (and --nats-tls-cert/--nats-tls-key if it asks for a client certificate)"

@@ -3,6 +3,7 @@
 package config
 
 import (
+	"bytes"
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
@@ -76,8 +77,8 @@ func (o *Options) validateNATSSecurity(command string) error {
 		}
 	}
 	if data, ok := readable(s.CredsFile); ok {
-		if _, err := nkeys.ParseDecoratedJWT(data); err != nil {
-			errs = append(errs, fmt.Errorf("--nats-creds %s holds no user JWT: %w", s.CredsFile, err))
+		if !bytes.Contains(data, []byte("BEGIN NATS USER JWT")) {
+			errs = append(errs, fmt.Errorf("--nats-creds %s holds no user JWT (a credentials file holds a user JWT and its NKey seed)", s.CredsFile))
 		} else if _, err := nkeys.ParseDecoratedUserNKey(data); err != nil {
 			errs = append(errs, fmt.Errorf("--nats-creds %s holds no NKey seed: %w", s.CredsFile, err))
 		}

@@ -25,10 +25,11 @@ const (
 	CommandQuarantine = "quarantine"
 	CommandDemo       = "demo"
 	CommandBench      = "bench"
+	CommandNATSConfig = "nats-config"
 )
 
 // Commands lists every command, in the order help shows them.
-var Commands = []string{CommandMigrate, CommandRun, CommandRepair, CommandAudit, CommandStatus, CommandQuarantine, CommandDemo, CommandBench}
+var Commands = []string{CommandMigrate, CommandRun, CommandRepair, CommandAudit, CommandStatus, CommandQuarantine, CommandDemo, CommandBench, CommandNATSConfig}
 
 // Defaults of the commands' own options.
 const (
@@ -68,6 +69,8 @@ type Options struct {
 	Keep            bool          // demo
 	DemoMetricsAddr string        // demo
 	Quick           bool          // bench
+	Topology        string        // nats-config: the topology file
+	SeedDir         string        // nats-config: where the NKey seeds go
 }
 
 // DefaultOptions are every option's default.
@@ -334,6 +337,13 @@ func commandOptions(o *Options) []Option {
 		{Flag: "metrics-addr", Commands: []string{demo},
 			Help:  "with --keep: orders' metrics address; billing and shipping take the next two ports (port 0: free ports)",
 			value: text(&o.DemoMetricsAddr, DemoMetricsAddrDefault)},
+		{Flag: "topology", Commands: []string{CommandNATSConfig}, Required: []string{CommandNATSConfig},
+			Help:  "JSON file naming the services and what each consumes (origin, types, tenants), e.g. docker/nats/topology.json",
+			value: file(&o.Topology)},
+		{Flag: "out", Commands: []string{CommandNATSConfig},
+			Unset: "user/password users, passwords read from nats-server's environment",
+			Help:  "directory for one NKey user seed per service (<service>.nk, 0600; kept if present): the config then names NKey users",
+			value: text(&o.SeedDir, "")},
 		{Flag: "quick", Commands: []string{bench},
 			Unset: "off",
 			Help:  "run a smaller size",

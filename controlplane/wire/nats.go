@@ -2,6 +2,7 @@ package wire
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -31,6 +32,21 @@ func StartEmbedded(dir string) (*Embedded, error) {
 // StartEmbeddedOn is StartEmbedded on a given loopback port (a restart reuses its predecessor's
 // port and store, so clients reconnect to the same history).
 func StartEmbeddedOn(dir string, port int) (*Embedded, error) {
+	return StartEmbeddedSecured(dir, port, EmbeddedAuth{})
+}
+
+// EmbeddedAuth secures an embedded server: its users (authorization is on as soon as there is
+// one; package natsauth computes them) and, with TLS set, a TLS-only listener (TLSVerify: clients
+// must present a certificate TLS.ClientCAs verifies).
+type EmbeddedAuth struct {
+	Users     []*server.User
+	NkeyUsers []*server.NkeyUser
+	TLS       *tls.Config
+	TLSVerify bool
+}
+
+// StartEmbeddedSecured is StartEmbeddedOn with auth's users and TLS.
+func StartEmbeddedSecured(dir string, port int, auth EmbeddedAuth) (*Embedded, error) {
 	opts := &server.Options{
 		Host:       "127.0.0.1",
 		Port:       port,
@@ -39,6 +55,12 @@ func StartEmbeddedOn(dir string, port int) (*Embedded, error) {
 		NoLog:      true,
 		NoSigs:     true,
 		MaxPayload: DefaultMaxMessageBytes,
+		Users:      auth.Users,
+		Nkeys:      auth.NkeyUsers,
+	}
+	if auth.TLS != nil {
+		opts.TLS, opts.TLSConfig, opts.TLSVerify = true, auth.TLS, auth.TLSVerify
+		opts.TLSTimeout = 5
 	}
 	srv, err := server.NewServer(opts)
 	if err != nil {
@@ -154,12 +176,12 @@ func StreamConfigs(eventRetention time.Duration) []jetstream.StreamConfig {
 	}}
 }
 
-// streamConfigured reports whether a stream's configuration has every setting want sets.
+// streamConfigured reports whether a stream's configuration has every setting want sets (a zero
+// duplicates window or message size in want is the server's default, whatever it is; a zero
+// MaxAge is "forever" and compared).
 func streamConfigured(have, want jetstream.StreamConfig) bool {
-	duplicates := want.Duplicates
-	if duplicates == 0 {
-		duplicates = have.Duplicates // the server's default window when none is asked for
-	}
 	return slices.Equal(have.Subjects, want.Subjects) && have.Storage == want.Storage && have.Retention == want.Retention &&
-		have.MaxAge == want.MaxAge && have.Duplicates == duplicates && have.MaxMsgSize == want.MaxMsgSize
+		have.MaxAge == want.MaxAge &&
+		(want.Duplicates == 0 || have.Duplicates == want.Duplicates) &&
+		(want.MaxMsgSize == 0 || have.MaxMsgSize == want.MaxMsgSize)
 }
