@@ -152,3 +152,36 @@ func TestNATSConfigWithoutOutUsesPasswordsFromTheEnvironment(t *testing.T) {
 		t.Errorf("a missing topology: exit %d, stderr %q; want exit 2 naming --topology", bad.code, bad.stderr)
 	}
 }
+
+// The compose file's NATS configuration (docker/nats) loads with the block nats-config generates
+// from its topology, as the compose file's comment says to generate it.
+func TestComposeNATSConfigurationLoads(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	r := streamseal(t, nil, "nats-config", "--topology", "../../docker/nats/topology.json", "--out", filepath.Join(dir, "seeds"))
+	if r.code != 0 {
+		t.Fatalf("nats-config: exit %d, stderr %q", r.code, r.stderr)
+	}
+	conf, err := os.ReadFile("../../docker/nats/nats-server.conf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "nats-server.conf"), conf, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "auth.conf"), []byte(r.stdout), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	opts, err := server.ProcessConfigFile(filepath.Join(dir, "nats-server.conf"))
+	if err != nil {
+		t.Fatalf("docker/nats/nats-server.conf with the generated auth.conf: %v", err)
+	}
+	if len(opts.Nkeys) != 3 || !opts.JetStream {
+		t.Fatalf("compose NATS: %d NKey users, JetStream %v; want 3 (admin, orders, billing) and JetStream", len(opts.Nkeys), opts.JetStream)
+	}
+	for _, svc := range []string{"orders", "billing"} {
+		if _, err := os.Stat(filepath.Join(dir, "seeds", svc+".nk")); err != nil {
+			t.Errorf("the compose file mounts seeds/%s.nk: %v", svc, err)
+		}
+	}
+}

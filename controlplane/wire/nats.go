@@ -110,7 +110,9 @@ func Connect(url, service string, sec Security, logger *slog.Logger) (*nats.Conn
 		nats.MaxReconnects(-1),
 		nats.ReconnectWait(250 * time.Millisecond),
 		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
-			logger.Warn("wire: disconnected from NATS", "err", err)
+			if err != nil { // nil: this side closed the connection
+				logger.Warn("wire: disconnected from NATS", "err", err)
+			}
 		}),
 		nats.ReconnectHandler(func(c *nats.Conn) {
 			logger.Info("wire: reconnected to NATS", "url", redact.String(c.ConnectedUrl()))
