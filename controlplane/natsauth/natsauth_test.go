@@ -9,21 +9,13 @@ import (
 
 	"github.com/streamseal/streamseal/controlplane/natsauth"
 	"github.com/streamseal/streamseal/controlplane/wire"
+	"github.com/streamseal/streamseal/internal/demo"
 	"github.com/streamseal/streamseal/internal/natstest"
 	"github.com/streamseal/streamseal/internal/testrun"
 )
 
-// demoTopology is internal/demo's bus: orders is the origin; billing consumes every order type
-// and shipping two of them, from any origin, every tenant (harness.Options.Consumes).
-func demoTopology() natsauth.Topology {
-	all := []string{"order.placed", "order.paid", "order.shipped"}
-	return natsauth.Topology{Services: []natsauth.Service{
-		{Name: "orders"},
-		{Name: "billing", Consumes: []natsauth.Consumption{{Origin: natsauth.AnyOrigin, Types: all, Tenants: []string{natsauth.AllTenants}}}},
-		{Name: "shipping", Consumes: []natsauth.Consumption{{Origin: natsauth.AnyOrigin, Types: []string{"order.placed", "order.shipped"},
-			Tenants: []string{natsauth.AllTenants}}}},
-	}}
-}
+// demoTopology is internal/demo's bus, as the demo declares it.
+func demoTopology() natsauth.Topology { return demo.Topology() }
 
 // Invariant 12 (authenticity) and 11 (isolation) at the broker: the generated permissions let
 // each of the demo's services do its work over the layout functions (publish its own events and

@@ -12,11 +12,14 @@ import (
 	"sync"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/streamseal/streamseal/controlplane/config"
 	"github.com/streamseal/streamseal/controlplane/inbox"
+	"github.com/streamseal/streamseal/controlplane/natsauth"
 	"github.com/streamseal/streamseal/controlplane/node"
 	"github.com/streamseal/streamseal/controlplane/redelivery"
 	"github.com/streamseal/streamseal/controlplane/store"
@@ -28,16 +31,32 @@ type NewDatabase func(ctx context.Context, service string) (string, error)
 
 // Harness owns the embedded NATS server and the services started on it.
 type Harness struct {
-	NATS     *wire.Embedded
-	newDB    NewDatabase
-	logger   *slog.Logger
-	natsDir  string
-	mu       sync.Mutex
-	services []*Service
+	NATS      *wire.Embedded
+	newDB     NewDatabase
+	logger    *slog.Logger
+	natsDir   string
+	auth      wire.EmbeddedAuth // NewSecured's users; empty: an open server
+	passwords map[string]string // by user; nil: an open server
+	mu        sync.Mutex
+	services  []*Service
 }
 
 // New starts an embedded NATS server (JetStream in a temp dir) and creates the streams.
 func New(ctx context.Context, newDB NewDatabase, logger *slog.Logger) (*Harness, error) {
+	return start(ctx, newDB, logger, nil)
+}
+
+// NewSecured is New with authorization on: one user per service of topo, with the permissions
+// package natsauth generates, and an admin user that creates the streams. Each service Start
+// starts connects as its own user (a service topo does not name cannot connect).
+func NewSecured(ctx context.Context, newDB NewDatabase, logger *slog.Logger, topo natsauth.Topology) (*Harness, error) {
+	if err := topo.Validate(); err != nil {
+		return nil, fmt.Errorf("harness topology: %w", err)
+	}
+	return start(ctx, newDB, logger, &topo)
+}
+
+func start(ctx context.Context, newDB NewDatabase, logger *slog.Logger, topo *natsauth.Topology) (*Harness, error) {
 	if logger == nil {
 		logger = slog.Default()
 	}
@@ -45,13 +64,23 @@ func New(ctx context.Context, newDB NewDatabase, logger *slog.Logger) (*Harness,
 	if err != nil {
 		return nil, err
 	}
-	srv, err := wire.StartEmbedded(dir)
+	h := &Harness{newDB: newDB, logger: logger, natsDir: dir}
+	admin := wire.Security{}
+	if topo != nil {
+		h.passwords = map[string]string{}
+		for _, name := range topo.Names() {
+			h.passwords[name] = "harness-" + name + "-" + uuid.NewString()
+		}
+		h.auth = wire.EmbeddedAuth{Users: topo.Users(natsauth.AdminUser, h.passwords)}
+		admin = wire.Security{User: natsauth.AdminUser, Password: h.passwords[natsauth.AdminUser]}
+	}
+	srv, err := wire.StartEmbeddedSecured(dir, server.RANDOM_PORT, h.auth)
 	if err != nil {
 		os.RemoveAll(dir)
 		return nil, err
 	}
-	h := &Harness{NATS: srv, newDB: newDB, logger: logger, natsDir: dir}
-	nc, err := wire.Connect(srv.URL(), "harness", wire.Security{}, logger)
+	h.NATS = srv
+	nc, err := wire.Connect(srv.URL(), "harness", admin, logger)
 	if err != nil {
 		h.Close()
 		return nil, err
@@ -69,12 +98,20 @@ func New(ctx context.Context, newDB NewDatabase, logger *slog.Logger) (*Harness,
 	return h, nil
 }
 
+// security is how service connects: as its own user on a secured harness, openly otherwise.
+func (h *Harness) security(service string) wire.Security {
+	if h.passwords == nil {
+		return wire.Security{}
+	}
+	return wire.Security{User: service, Password: h.passwords[service]}
+}
+
 // RestartNATS shuts the NATS server down and starts it again on the same port and store: every
 // client loses its connection and must reconnect (a broker restart).
 func (h *Harness) RestartNATS() error {
 	port := h.NATS.Port()
 	h.NATS.Shutdown()
-	srv, err := wire.StartEmbeddedOn(h.natsDir, port)
+	srv, err := wire.StartEmbeddedSecured(h.natsDir, port, h.auth)
 	if err != nil {
 		return err
 	}
@@ -131,7 +168,7 @@ func (h *Harness) Start(ctx context.Context, name string, opts Options, configur
 }
 
 func (h *Harness) startNode(ctx context.Context, name string, pool *pgxpool.Pool, opts Options, configure func(*Service)) (*Service, error) {
-	nc, err := wire.Connect(h.NATS.URL(), name, wire.Security{}, h.logger)
+	nc, err := wire.Connect(h.NATS.URL(), name, h.security(name), h.logger)
 	if err != nil {
 		pool.Close()
 		return nil, err
