@@ -79,7 +79,7 @@ func Run(ctx context.Context, server *scratchdb.Server, out io.Writer, opts Opti
 	}
 	var h *harness.Harness
 	if opts.Secured {
-		h, err = harness.NewSecured(ctx, newDB, logger, Topology())
+		h, err = harness.NewSecured(ctx, newDB, logger, Topology(), false)
 	} else {
 		h, err = harness.New(ctx, newDB, logger)
 	}

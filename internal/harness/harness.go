@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"sync"
 	"time"
 
@@ -24,6 +25,7 @@ import (
 	"github.com/streamseal/streamseal/controlplane/redelivery"
 	"github.com/streamseal/streamseal/controlplane/store"
 	"github.com/streamseal/streamseal/controlplane/wire"
+	"github.com/streamseal/streamseal/internal/testcerts"
 )
 
 // NewDatabase returns the URL of a fresh, migrated database for a service.
@@ -37,26 +39,29 @@ type Harness struct {
 	natsDir   string
 	auth      wire.EmbeddedAuth // NewSecured's users; empty: an open server
 	passwords map[string]string // by user; nil: an open server
+	certs     *testcerts.Certs  // NewSecured's TLS files; nil: plain connections
 	mu        sync.Mutex
 	services  []*Service
 }
 
 // New starts an embedded NATS server (JetStream in a temp dir) and creates the streams.
 func New(ctx context.Context, newDB NewDatabase, logger *slog.Logger) (*Harness, error) {
-	return start(ctx, newDB, logger, nil)
+	return start(ctx, newDB, logger, nil, false)
 }
 
 // NewSecured is New with authorization on: one user per service of topo, with the permissions
 // package natsauth generates, and an admin user that creates the streams. Each service Start
-// starts connects as its own user (a service topo does not name cannot connect).
-func NewSecured(ctx context.Context, newDB NewDatabase, logger *slog.Logger, topo natsauth.Topology) (*Harness, error) {
+// starts connects as its own user (a service topo does not name cannot connect). With withTLS
+// the server is TLS-only and requires client certificates (throwaway ones, package testcerts),
+// which every connection presents.
+func NewSecured(ctx context.Context, newDB NewDatabase, logger *slog.Logger, topo natsauth.Topology, withTLS bool) (*Harness, error) {
 	if err := topo.Validate(); err != nil {
 		return nil, fmt.Errorf("harness topology: %w", err)
 	}
-	return start(ctx, newDB, logger, &topo)
+	return start(ctx, newDB, logger, &topo, withTLS)
 }
 
-func start(ctx context.Context, newDB NewDatabase, logger *slog.Logger, topo *natsauth.Topology) (*Harness, error) {
+func start(ctx context.Context, newDB NewDatabase, logger *slog.Logger, topo *natsauth.Topology, withTLS bool) (*Harness, error) {
 	if logger == nil {
 		logger = slog.Default()
 	}
@@ -72,7 +77,21 @@ func start(ctx context.Context, newDB NewDatabase, logger *slog.Logger, topo *na
 			h.passwords[name] = "harness-" + name + "-" + uuid.NewString()
 		}
 		h.auth = wire.EmbeddedAuth{Users: topo.Users(natsauth.AdminUser, h.passwords)}
-		admin = wire.Security{User: natsauth.AdminUser, Password: h.passwords[natsauth.AdminUser]}
+	}
+	if withTLS {
+		if err := os.MkdirAll(filepath.Join(dir, "certs"), 0o700); err != nil {
+			return nil, err
+		}
+		if h.certs, err = testcerts.Write(filepath.Join(dir, "certs")); err != nil {
+			return nil, err
+		}
+		if h.auth.TLS, err = h.certs.ServerTLS(); err != nil {
+			return nil, err
+		}
+		h.auth.TLSVerify = true
+	}
+	if topo != nil {
+		admin = h.security(natsauth.AdminUser)
 	}
 	srv, err := wire.StartEmbeddedSecured(dir, server.RANDOM_PORT, h.auth)
 	if err != nil {
@@ -100,10 +119,14 @@ func start(ctx context.Context, newDB NewDatabase, logger *slog.Logger, topo *na
 
 // security is how service connects: as its own user on a secured harness, openly otherwise.
 func (h *Harness) security(service string) wire.Security {
-	if h.passwords == nil {
-		return wire.Security{}
+	var sec wire.Security
+	if h.passwords != nil {
+		sec = wire.Security{User: service, Password: h.passwords[service]}
 	}
-	return wire.Security{User: service, Password: h.passwords[service]}
+	if h.certs != nil {
+		sec.TLSCAFile, sec.TLSCertFile, sec.TLSKeyFile = h.certs.CAFile, h.certs.ClientCertFile, h.certs.ClientKeyFile
+	}
+	return sec
 }
 
 // RestartNATS shuts the NATS server down and starts it again on the same port and store: every

@@ -2,17 +2,6 @@ package natstest
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
-	"math/big"
-	"net"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -24,6 +13,7 @@ import (
 
 	"github.com/streamseal/streamseal/controlplane/natsauth"
 	"github.com/streamseal/streamseal/controlplane/wire"
+	"github.com/streamseal/streamseal/internal/testcerts"
 	"github.com/streamseal/streamseal/internal/testrun"
 )
 
@@ -53,7 +43,11 @@ func StartSecured(t testing.TB, topo natsauth.Topology, opts SecuredOptions) *Se
 	var certs *Certs
 	if opts.TLS {
 		certs = NewCerts(t)
-		auth.TLS, auth.TLSVerify = certs.ServerTLS(t), true
+		cfg, err := certs.ServerTLS()
+		if err != nil {
+			t.Fatal(err)
+		}
+		auth.TLS, auth.TLSVerify = cfg, true
 	}
 	dir := t.TempDir()
 	srv, err := wire.StartEmbeddedSecured(dir, server.RANDOM_PORT, auth)
@@ -155,93 +149,15 @@ func (c *Client) AwaitViolation(t testing.TB, subject string) error {
 	}
 }
 
-// Certs are a throwaway CA, a server certificate for 127.0.0.1/localhost and a client
-// certificate, as PEM files in a test's temp dir.
-type Certs struct {
-	CAFile, ServerCertFile, ServerKeyFile, ClientCertFile, ClientKeyFile string
-	// OtherCAFile is a CA that signed neither certificate.
-	OtherCAFile string
-}
+// Certs are testcerts.Certs: a throwaway CA, server and client certificates as PEM files.
+type Certs = testcerts.Certs
 
-// NewCerts generates Certs with crypto/x509 into t.TempDir().
+// NewCerts writes Certs into t.TempDir().
 func NewCerts(t testing.TB) *Certs {
 	t.Helper()
-	dir := t.TempDir()
-	caKey, caCert, caDER := newCA(t, "streamseal test CA")
-	_, _, otherDER := newCA(t, "another CA")
-	c := &Certs{CAFile: filepath.Join(dir, "ca.pem"), OtherCAFile: filepath.Join(dir, "other-ca.pem"),
-		ServerCertFile: filepath.Join(dir, "server.pem"), ServerKeyFile: filepath.Join(dir, "server-key.pem"),
-		ClientCertFile: filepath.Join(dir, "client.pem"), ClientKeyFile: filepath.Join(dir, "client-key.pem")}
-	writePEM(t, c.CAFile, "CERTIFICATE", caDER)
-	writePEM(t, c.OtherCAFile, "CERTIFICATE", otherDER)
-	leaf := func(certFile, keyFile string, tmpl *x509.Certificate) {
-		key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-		if err != nil {
-			t.Fatal(err)
-		}
-		der, err := x509.CreateCertificate(rand.Reader, tmpl, caCert, &key.PublicKey, caKey)
-		if err != nil {
-			t.Fatal(err)
-		}
-		keyDER, err := x509.MarshalECPrivateKey(key)
-		if err != nil {
-			t.Fatal(err)
-		}
-		writePEM(t, certFile, "CERTIFICATE", der)
-		writePEM(t, keyFile, "EC PRIVATE KEY", keyDER)
+	c, err := testcerts.Write(t.TempDir())
+	if err != nil {
+		t.Fatalf("generate TLS certificates: %v", err)
 	}
-	now := time.Now()
-	leaf(c.ServerCertFile, c.ServerKeyFile, &x509.Certificate{SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: "localhost"},
-		DNSNames: []string{"localhost"}, IPAddresses: []net.IP{net.ParseIP("127.0.0.1")},
-		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(24 * time.Hour),
-		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}})
-	leaf(c.ClientCertFile, c.ClientKeyFile, &x509.Certificate{SerialNumber: big.NewInt(3), Subject: pkix.Name{CommonName: "streamseal client"},
-		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(24 * time.Hour),
-		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}})
 	return c
-}
-
-// ServerTLS is the server side: its certificate, and the CA its clients' certificates must chain to.
-func (c *Certs) ServerTLS(t testing.TB) *tls.Config {
-	t.Helper()
-	pair, err := tls.LoadX509KeyPair(c.ServerCertFile, c.ServerKeyFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	caPEM, err := os.ReadFile(c.CAFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pool := x509.NewCertPool()
-	pool.AppendCertsFromPEM(caPEM)
-	return &tls.Config{Certificates: []tls.Certificate{pair}, ClientCAs: pool, ClientAuth: tls.RequireAndVerifyClientCert,
-		MinVersion: tls.VersionTLS12}
-}
-
-func newCA(t testing.TB, name string) (*ecdsa.PrivateKey, *x509.Certificate, []byte) {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	now := time.Now()
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: name},
-		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(24 * time.Hour),
-		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cert, err := x509.ParseCertificate(der)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return key, cert, der
-}
-
-func writePEM(t testing.TB, path, kind string, der []byte) {
-	t.Helper()
-	if err := os.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: kind, Bytes: der}), 0o600); err != nil {
-		t.Fatal(err)
-	}
 }
