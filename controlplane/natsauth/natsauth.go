@@ -60,7 +60,8 @@ type Service struct {
 }
 
 // Consumption is a set of event types a service consumes from an origin (AnyOrigin: any), for
-// some tenants (AllTenants: every one; "" is the single-tenant services' empty tenant).
+// some tenants (AllTenants: every one), each read as wire.LiveFilter reads it. The list of
+// tenants is never empty: every tenant is written as AllTenants.
 type Consumption struct {
 	Origin  string   `json:"origin"`
 	Types   []string `json:"types"`
