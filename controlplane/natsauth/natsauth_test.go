@@ -121,6 +121,14 @@ func TestGeneratedPermissionsAllowTheWorkAndNothingElse_Invariant12(t *testing.T
 				t.Fatalf("%s's allowed work was refused: %v", self, errs)
 			}
 
+			// Allowed to create a missing stream, a service cannot re-create an existing one differently.
+			if _, err := c.JS.CreateStream(ctx, jetstream.StreamConfig{Name: wire.EventsStream, Subjects: []string{"_INBOX_" + other + ".>"}}); err == nil {
+				t.Errorf("%s re-created the events stream with other subjects", self)
+			}
+			if info, err := srv.JS.Stream(ctx, wire.EventsStream); err != nil || info.CachedInfo().Config.Subjects[0] != "streamseal.evt.>" {
+				t.Fatalf("the events stream after %s's create attempt: %v", self, err)
+			}
+
 			// Forbidden publishes, each refused by the server.
 			otherFilter := wire.LiveFilter("*", "*", "order.placed")
 			if fs := otherSvc.InboxFilters(); len(fs) > 0 {
