@@ -27,7 +27,7 @@ func (c *auditCmd) Run(ctx context.Context, o *auditOpts) error {
 	if err := c.readService(ctx); err != nil {
 		return err
 	}
-	if err := c.connectNATS(o.NATSURL, c.Service+"-audit"); err != nil {
+	if err := c.connectNATS(o.NATSURL, c.Service, &o.Options); err != nil {
 		return err
 	}
 	js, err := jetstream.New(c.NC)

@@ -111,16 +111,49 @@ func (b *commandBase) readService(ctx context.Context) error {
 	return nil
 }
 
-// connectNATS connects to the NATS server at url, the connection named name.
-func (b *commandBase) connectNATS(url, name string) error {
-	nc, err := wire.Connect(url, name, b.Logger)
+// connectNATS connects to the NATS server at url as service, with the credentials and TLS o's
+// --nats-* options give. A refusal names the options to check.
+func (b *commandBase) connectNATS(url, service string, o *config.Options) error {
+	nc, err := wire.Connect(url, service, o.NATS, b.Logger)
 	if err != nil {
-		return err
+		return natsRefusal(err, o)
 	}
 	b.NC = nc
 	b.onClose(nc.Close)
 	return nil
 }
+
+// natsRefusal adds to a failed NATS connection which options to check, when the server refused
+// the credentials or the TLS handshake failed.
+func natsRefusal(err error, o *config.Options) error {
+	msg := strings.ToLower(err.Error())
+	var hint string
+	switch {
+	case errors.Is(err, nats.ErrAuthorization) || errors.Is(err, nats.ErrNkeysNotSupported) ||
+		strings.Contains(msg, "authorization violation") || strings.Contains(msg, "authentication") || strings.Contains(msg, "nkeys not supported"):
+		hint = "the NATS server refused the credentials: check " + o.NATSAuthFlags()
+	case errors.Is(err, nats.ErrSecureConnRequired) || strings.Contains(msg, "secure connection required"):
+		hint = "the NATS server requires TLS: set --nats-tls-ca (and --nats-tls-cert/--nats-tls-key if it asks for a client certificate)"
+	case errors.Is(err, nats.ErrSecureConnWanted) || strings.Contains(msg, "secure connection not available"):
+		hint = "the NATS server does not offer TLS: drop the --nats-tls-* options or point --nats-url at a TLS listener"
+	case strings.Contains(msg, "x509") || strings.Contains(msg, "certificate signed by unknown authority"):
+		hint = "the NATS server's certificate was not accepted: check --nats-tls-ca and --nats-tls-server-name"
+	case strings.Contains(msg, "tls:") || strings.Contains(msg, "certificate required"):
+		hint = "the TLS handshake with the NATS server failed: check --nats-tls-cert and --nats-tls-key (the server may require a client certificate)"
+	default:
+		return err
+	}
+	return &natsRefusedError{err: err, hint: hint}
+}
+
+// natsRefusedError is a connection the NATS server refused: retrying cannot fix it.
+type natsRefusedError struct {
+	err  error
+	hint string
+}
+
+func (e *natsRefusedError) Error() string { return e.err.Error() + ": " + e.hint }
+func (e *natsRefusedError) Unwrap() error { return e.err }
 
 // onClose runs f after the command, before what was opened earlier is closed.
 func (b *commandBase) onClose(f func()) { b.closers = append(b.closers, f) }

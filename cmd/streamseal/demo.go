@@ -24,5 +24,5 @@ func (c *demoCmd) Run(ctx context.Context, o *demoOpts) error {
 		return err
 	}
 	c.onClose(func() { server.Close() })
-	return demo.Run(ctx, server, c.Out, demo.Options{Keep: o.Keep, MetricsAddr: o.DemoMetricsAddr})
+	return demo.Run(ctx, server, c.Out, demo.Options{Keep: o.Keep, MetricsAddr: o.DemoMetricsAddr, Secured: true})
 }

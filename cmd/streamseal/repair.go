@@ -36,7 +36,7 @@ func (c *repairCmd) Run(ctx context.Context, o *repairOpts) error {
 	if err := c.readService(ctx); err != nil {
 		return err
 	}
-	if err := c.connectNATS(o.NATSURL, c.Service+"-repair"); err != nil {
+	if err := c.connectNATS(o.NATSURL, c.Service, &o.Options); err != nil {
 		return err
 	}
 	req := wire.RedeliveryRequest{RequestID: uuid.NewString(), Tenants: o.Tenants, Types: o.Types,

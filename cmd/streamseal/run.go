@@ -18,7 +18,6 @@ import (
 	"github.com/streamseal/streamseal/controlplane/node"
 	"github.com/streamseal/streamseal/controlplane/redact"
 	"github.com/streamseal/streamseal/controlplane/store"
-	"github.com/streamseal/streamseal/controlplane/wire"
 )
 
 // runOpts are run's options: the service, its database and NATS, what it consumes and grants,
@@ -75,15 +74,14 @@ func (c *runCmd) Run(ctx context.Context, o *runOpts) error {
 	}
 	url := o.NATSURL
 	if url == "" {
-		embedded, err := wire.StartEmbedded(o.NATSDataDir)
+		embeddedURL, sec, err := c.startEmbeddedNATS(ctx, o, service)
 		if err != nil {
 			return err
 		}
-		c.onClose(embedded.Shutdown)
-		url = embedded.URL()
-		c.Logger.Info("streamseal run: embedded NATS started", "url", url, "data_dir", o.NATSDataDir)
+		url, o.NATS = embeddedURL, sec
+		c.Logger.Info("streamseal run: embedded NATS started, authorization on", "url", url, "data_dir", o.NATSDataDir, "user", service)
 	}
-	if err := c.startWith(startCtx, o, "NATS", func() error { return c.connectNATS(url, service) }, retryableNATSError); err != nil {
+	if err := c.startWith(startCtx, o, "NATS", func() error { return c.connectNATS(url, service, &o.Options) }, retryableNATSError); err != nil {
 		return err
 	}
 	// Bind the metrics address before anything is written or started: one that cannot be bound is
@@ -180,7 +178,11 @@ func retryableDatabaseError(err error) bool {
 	return !errors.As(err, &pgErr)
 }
 
-// retryableNATSError: no server answered, or it timed out; an authorization failure is final.
+// retryableNATSError: no server answered, or it timed out; an authorization or TLS failure is final.
 func retryableNATSError(err error) bool {
+	var refused *natsRefusedError
+	if errors.As(err, &refused) {
+		return false
+	}
 	return !errors.Is(err, nats.ErrAuthorization) && !strings.Contains(strings.ToLower(err.Error()), "authorization")
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/streamseal/streamseal/controlplane/redelivery"
+	"github.com/streamseal/streamseal/controlplane/wire"
 )
 
 // The commands of the streamseal binary.
@@ -24,10 +25,11 @@ const (
 	CommandQuarantine = "quarantine"
 	CommandDemo       = "demo"
 	CommandBench      = "bench"
+	CommandNATSConfig = "nats-config"
 )
 
 // Commands lists every command, in the order help shows them.
-var Commands = []string{CommandMigrate, CommandRun, CommandRepair, CommandAudit, CommandStatus, CommandQuarantine, CommandDemo, CommandBench}
+var Commands = []string{CommandMigrate, CommandRun, CommandRepair, CommandAudit, CommandStatus, CommandQuarantine, CommandDemo, CommandBench, CommandNATSConfig}
 
 // Defaults of the commands' own options.
 const (
@@ -47,6 +49,7 @@ type Options struct {
 	ScratchURL      string        // demo, bench (--database-url): a server for scratch databases
 	Service         string        // run
 	NATSURL         string        // run, repair, audit
+	NATS            wire.Security // run, repair, audit: credentials and TLS for --nats-url
 	NATSDataDir     string        // run
 	Consumes        []string      // run
 	Grants          Grants        // run
@@ -66,6 +69,8 @@ type Options struct {
 	Keep            bool          // demo
 	DemoMetricsAddr string        // demo
 	Quick           bool          // bench
+	Topology        string        // nats-config: the topology file
+	SeedDir         string        // nats-config: where the NKey seeds go
 }
 
 // DefaultOptions are every option's default.
@@ -180,6 +185,9 @@ func (o *Options) ValidateFor(command string) error {
 			errs = append(errs, opt.value.check("--"+opt.Flag))
 		}
 	}
+	if slices.ContainsFunc(table(o), func(opt Option) bool { return opt.Flag == "nats-creds" && opt.Takes(command) }) {
+		errs = append(errs, o.validateNATSSecurity(command))
+	}
 	return errors.Join(errs...)
 }
 
@@ -209,6 +217,7 @@ func commandOptions(o *Options) []Option {
 		quarantine                                       = CommandQuarantine
 	)
 	service := []string{migrate, run, repair, audit, status, quarantine}
+	natsClients := []string{run, repair, audit}
 	return []Option{
 		{Flag: "database-url", Env: "STREAMSEAL_DATABASE_URL", Commands: service, Required: service,
 			Help:  "this service's database, a PostgreSQL URL",
@@ -225,6 +234,42 @@ func commandOptions(o *Options) []Option {
 			Unset: "run starts an embedded server",
 			Help:  "the NATS server",
 			value: text(&o.NATSURL, "")},
+		{Flag: "nats-creds", Env: "STREAMSEAL_NATS_CREDS", Commands: natsClients,
+			Unset: "none",
+			Help:  "NATS credentials file (a user JWT and its NKey seed, as nsc writes them)",
+			value: file(&o.NATS.CredsFile)},
+		{Flag: "nats-nkey-seed", Env: "STREAMSEAL_NATS_NKEY_SEED", Commands: natsClients,
+			Unset: "none",
+			Help:  "file holding this service's NKey user seed (SU…), e.g. one `streamseal nats-config --out` wrote",
+			value: file(&o.NATS.NKeySeedFile)},
+		{Flag: "nats-user", Env: "STREAMSEAL_NATS_USER", Commands: natsClients,
+			Unset: "none",
+			Help:  "NATS user, with --nats-password",
+			value: text(&o.NATS.User, "")},
+		{Flag: "nats-password", Env: "STREAMSEAL_NATS_PASSWORD", Commands: natsClients,
+			Unset: "none",
+			Help:  "NATS password of --nats-user (prefer the environment variable: a flag shows in the process list)",
+			value: secret(&o.NATS.Password)},
+		{Flag: "nats-token", Env: "STREAMSEAL_NATS_TOKEN", Commands: natsClients,
+			Unset: "none",
+			Help:  "NATS authentication token (prefer the environment variable: a flag shows in the process list)",
+			value: secret(&o.NATS.Token)},
+		{Flag: "nats-tls-ca", Env: "STREAMSEAL_NATS_TLS_CA", Commands: natsClients,
+			Unset: "the system's roots when TLS is on",
+			Help:  "PEM file of the CA that signed the NATS server's certificate; setting any --nats-tls-* option turns TLS on",
+			value: file(&o.NATS.TLSCAFile)},
+		{Flag: "nats-tls-cert", Env: "STREAMSEAL_NATS_TLS_CERT", Commands: natsClients,
+			Unset: "none",
+			Help:  "PEM client certificate for a NATS server that requires one, with --nats-tls-key",
+			value: file(&o.NATS.TLSCertFile)},
+		{Flag: "nats-tls-key", Env: "STREAMSEAL_NATS_TLS_KEY", Commands: natsClients,
+			Unset: "none",
+			Help:  "PEM private key of --nats-tls-cert",
+			value: file(&o.NATS.TLSKeyFile)},
+		{Flag: "nats-tls-server-name", Env: "STREAMSEAL_NATS_TLS_SERVER_NAME", Commands: natsClients,
+			Unset: "the URL's host",
+			Help:  "the name the NATS server's certificate must carry",
+			value: text(&o.NATS.TLSServerName, "")},
 		{Flag: "nats-data-dir", Env: "STREAMSEAL_NATS_DATA_DIR", Commands: []string{run},
 			Help:  "JetStream storage of the embedded NATS server started when --nats-url is empty",
 			value: text(&o.NATSDataDir, NATSDataDirDefault)},
@@ -292,6 +337,13 @@ func commandOptions(o *Options) []Option {
 		{Flag: "metrics-addr", Commands: []string{demo},
 			Help:  "with --keep: orders' metrics address; billing and shipping take the next two ports (port 0: free ports)",
 			value: text(&o.DemoMetricsAddr, DemoMetricsAddrDefault)},
+		{Flag: "topology", Commands: []string{CommandNATSConfig}, Required: []string{CommandNATSConfig},
+			Help:  "JSON file naming the services and what each consumes (origin, types, tenants), e.g. docker/nats/topology.json",
+			value: file(&o.Topology)},
+		{Flag: "out", Commands: []string{CommandNATSConfig},
+			Unset: "user/password users, passwords read from nats-server's environment",
+			Help:  "directory for one NKey user seed per service (<service>.nk, 0600; kept if present): the config then names NKey users",
+			value: text(&o.SeedDir, "")},
 		{Flag: "quick", Commands: []string{bench},
 			Unset: "off",
 			Help:  "run a smaller size",

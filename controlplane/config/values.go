@@ -5,7 +5,10 @@
 package config
 
 import (
+	"errors"
 	"fmt"
+	"io"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -322,3 +325,38 @@ func (v *switchValue) defaultText() string     { return "" }
 func (v *switchValue) accepted() string        { return "" }
 func (v *switchValue) check(flag string) error { return nil }
 func (v *switchValue) empty() bool             { return !*v.p }
+
+// fileValue is the path of a file the command reads at start: it must be readable.
+type fileValue struct{ textValue }
+
+func file(p *string) *fileValue { return &fileValue{textValue{p: p}} }
+
+func (v *fileValue) Type() string { return "file" }
+
+func (v *fileValue) check(flag string) error {
+	if *v.p == "" {
+		return nil
+	}
+	f, err := os.Open(*v.p)
+	if err == nil {
+		_, err = f.Read(make([]byte, 1))
+		f.Close()
+	}
+	if err != nil && !errors.Is(err, io.EOF) {
+		return fmt.Errorf("%s %s is not readable: %w", flag, *v.p, err)
+	}
+	return nil
+}
+
+// secretValue is a password or token: it renders as xxxxx once set, so no help, error or dump of
+// the options shows it.
+type secretValue struct{ textValue }
+
+func secret(p *string) *secretValue { return &secretValue{textValue{p: p}} }
+
+func (v *secretValue) String() string {
+	if v == nil || v.p == nil || *v.p == "" {
+		return ""
+	}
+	return "xxxxx"
+}

@@ -31,7 +31,7 @@ func TestReadyz_Answers503NamingEachUnreachableDependency(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer nats.Shutdown()
-	nc, err := wire.Connect(nats.URL(), "billing", nil)
+	nc, err := wire.Connect(nats.URL(), "billing", wire.Security{}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -101,3 +101,7 @@ func durable(role, service, filter string) string {
 // (JetStream pulls, publish acks) arrive under it, and the permissions let only service
 // subscribe there, so no one else reads what its consumers fetch.
 func InboxPrefix(service string) string { return "_INBOX_" + service }
+
+// OriginEvents matches every subject origin publishes events and checkpoints on
+// (streamseal.evt.<origin>.>): what the generated permissions let origin publish.
+func OriginEvents(origin string) string { return eventsPrefix + origin + ".>" }

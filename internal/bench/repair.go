@@ -12,6 +12,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/streamseal/streamseal/controlplane/natsauth"
 	"github.com/streamseal/streamseal/controlplane/redelivery"
 	"github.com/streamseal/streamseal/controlplane/wire"
 	"github.com/streamseal/streamseal/internal/harness"
@@ -36,15 +37,51 @@ type RepairResult struct {
 	EventsPerSecond    float64
 	WireRatio          float64 // control bytes received by the consumer / payload bytes re-delivered
 	RelayP50, RelayP99 time.Duration
+	// SecuredEventsPerSecond is the same redelivery with security on: each service its own user
+	// with the generated permissions, over TLS with client certificates; SecurityRatio is it over
+	// EventsPerSecond (target >= 0.9).
+	SecuredEventsPerSecond, SecurityRatio float64
 }
 
 // Repair measures end-to-end redelivery (origin Postgres -> JetStream -> consumer Postgres) of
 // events a consumer lacks, the bytes that crossed the wire against the payload bytes, and the
-// relay's lag under a steady append rate.
+// relay's lag under a steady append rate; then the same redelivery with security on (NATS
+// authorization with the generated permissions, TLS with client certificates) on fresh
+// databases, and the ratio of the two throughputs, measured in the same run.
 func Repair(ctx context.Context, newDB harness.NewDatabase, opts RepairOptions, out io.Writer) (RepairResult, error) {
+	r, err := repairRun(ctx, newDB, opts, out, false)
+	if err != nil {
+		return r, err
+	}
+	secured, err := repairRun(ctx, func(ctx context.Context, service string) (string, error) {
+		return newDB(ctx, service+"-secured")
+	}, opts, out, true)
+	if err != nil {
+		return r, fmt.Errorf("secured run: %w", err)
+	}
+	r.SecuredEventsPerSecond = secured.EventsPerSecond
+	r.SecurityRatio = secured.EventsPerSecond / r.EventsPerSecond
+	fmt.Fprintf(out, "security: redelivery with NATS authorization (generated permissions) and TLS with client certificates: %.0f events/s, %.3f of off (target >= 0.9)\n",
+		r.SecuredEventsPerSecond, r.SecurityRatio)
+	fmt.Fprintf(out, "RESULT repair events_per_s=%.0f wire_ratio=%.3f relay_p50_ms=%.2f relay_p99_ms=%.2f secured_events_per_s=%.0f security_ratio=%.3f\n",
+		r.EventsPerSecond, r.WireRatio, ms64(r.RelayP50), ms64(r.RelayP99), r.SecuredEventsPerSecond, r.SecurityRatio)
+	return r, nil
+}
+
+// repairTopology is the repair benchmark's bus for the secured run: orders serves, billing asks.
+var repairTopology = natsauth.Topology{Services: []natsauth.Service{{Name: "orders"}, {Name: "billing"}}}
+
+// repairRun is one measurement: the redelivery, and with security off the relay lag too.
+func repairRun(ctx context.Context, newDB harness.NewDatabase, opts RepairOptions, out io.Writer, secured bool) (RepairResult, error) {
 	var r RepairResult
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	h, err := harness.New(ctx, newDB, quiet)
+	var h *harness.Harness
+	var err error
+	if secured {
+		h, err = harness.NewSecured(ctx, newDB, quiet, repairTopology, true)
+	} else {
+		h, err = harness.New(ctx, newDB, quiet)
+	}
 	if err != nil {
 		return r, err
 	}
@@ -72,8 +109,10 @@ func Repair(ctx context.Context, newDB harness.NewDatabase, opts RepairOptions, 
 	if err != nil {
 		return r, err
 	}
-	fmt.Fprintf(out, "repair benchmark: %d events of %d payload bytes missing at the consumer; relay lag at %d events/s for %s\n",
-		opts.Missing, opts.PayloadBytes, opts.RelayRate, opts.RelayFor)
+	if !secured {
+		fmt.Fprintf(out, "repair benchmark: %d events of %d payload bytes missing at the consumer; relay lag at %d events/s for %s\n",
+			opts.Missing, opts.PayloadBytes, opts.RelayRate, opts.RelayFor)
+	}
 
 	// The history the consumer lacks (it subscribes to nothing, so it holds none of it).
 	if _, err := orders.Pool.Exec(ctx, `
@@ -116,6 +155,11 @@ func Repair(ctx context.Context, newDB harness.NewDatabase, opts RepairOptions, 
 	sum := <-summaries
 	r.EventsPerSecond = float64(opts.Missing) / took.Seconds()
 	r.WireRatio = float64(wireBytes.Load()) / float64(payloadBytes)
+	if secured {
+		fmt.Fprintf(out, "redelivery, security on: %d events in %d bundles converged in %s: %.0f events/s\n",
+			sum.Shipped, sum.Bundles, took.Round(time.Millisecond), r.EventsPerSecond)
+		return r, nil
+	}
 	fmt.Fprintf(out, "redelivery: %d events in %d bundles converged in %s: %.0f events/s (target >= 20000)\n",
 		sum.Shipped, sum.Bundles, took.Round(time.Millisecond), r.EventsPerSecond)
 	fmt.Fprintf(out, "wire: %d control bytes for %d payload bytes: ratio %.3f (target <= 2)\n", wireBytes.Load(), payloadBytes, r.WireRatio)
@@ -127,8 +171,6 @@ func Repair(ctx context.Context, newDB harness.NewDatabase, opts RepairOptions, 
 	r.RelayP50, r.RelayP99 = lags[len(lags)/2], lags[len(lags)*99/100]
 	fmt.Fprintf(out, "relay lag (append commit -> JetStream ack) at %d events/s: p50 %s, p99 %s over %d events\n",
 		opts.RelayRate, r.RelayP50.Round(100*time.Microsecond), r.RelayP99.Round(100*time.Microsecond), len(lags))
-	fmt.Fprintf(out, "RESULT repair events_per_s=%.0f wire_ratio=%.3f relay_p50_ms=%.2f relay_p99_ms=%.2f\n",
-		r.EventsPerSecond, r.WireRatio, ms64(r.RelayP50), ms64(r.RelayP99))
 	return r, nil
 }
 

@@ -29,6 +29,7 @@ import (
 
 	auditpkg "github.com/streamseal/streamseal/controlplane/audit"
 	"github.com/streamseal/streamseal/controlplane/config"
+	"github.com/streamseal/streamseal/controlplane/natsauth"
 	"github.com/streamseal/streamseal/controlplane/store"
 	"github.com/streamseal/streamseal/internal/harness"
 	"github.com/streamseal/streamseal/internal/scratchdb"
@@ -46,6 +47,22 @@ type Options struct {
 	// on MetricsAddr's port and the next two, until ctx ends (Ctrl-C).
 	Keep        bool
 	MetricsAddr string // default config.DemoMetricsAddrDefault; port 0 picks free ports
+	// Secured runs the embedded NATS server with authorization on: each service connects as its
+	// own user with the permissions natsauth generates from Topology (what `streamseal demo` does).
+	Secured bool
+}
+
+// Topology is the demo's bus: orders is the origin; billing consumes every order type and
+// shipping two of them, from any origin, every tenant.
+func Topology() natsauth.Topology {
+	consumes := func(types []string) []natsauth.Consumption {
+		return []natsauth.Consumption{{Origin: natsauth.AnyOrigin, Types: types, Tenants: []string{natsauth.AllTenants}}}
+	}
+	return natsauth.Topology{Services: []natsauth.Service{
+		{Name: "orders"},
+		{Name: "billing", Consumes: consumes(allTypes)},
+		{Name: "shipping", Consumes: consumes(shippingTypes)},
+	}}
 }
 
 // Run plays the demo on databases of server.
@@ -57,9 +74,15 @@ func Run(ctx context.Context, server *scratchdb.Server, out io.Writer, opts Opti
 	start := time.Now()
 	tl := &timeline{out: out, start: start}
 	logger := slog.New(tl)
-	h, err := harness.New(ctx, func(ctx context.Context, service string) (string, error) {
+	newDB := func(ctx context.Context, service string) (string, error) {
 		return server.CreateDatabase(ctx, "streamseal_demo_"+service)
-	}, logger)
+	}
+	var h *harness.Harness
+	if opts.Secured {
+		h, err = harness.NewSecured(ctx, newDB, logger, Topology(), false)
+	} else {
+		h, err = harness.New(ctx, newDB, logger)
+	}
 	if err != nil {
 		return err
 	}
@@ -70,7 +93,11 @@ func Run(ctx context.Context, server *scratchdb.Server, out io.Writer, opts Opti
 	// The demo audits seconds after the last repair: nothing may count as in flight by then.
 	settings.SettleWindow = time.Millisecond
 
-	tl.say("starting orders (origin), billing and shipping (consumers): one PostgreSQL database each, embedded NATS JetStream")
+	bus := "embedded NATS JetStream"
+	if opts.Secured {
+		bus += " with authorization on (each service its own user, least-privilege permissions)"
+	}
+	tl.say("starting orders (origin), billing and shipping (consumers): one PostgreSQL database each, %s", bus)
 	orders, err := h.Start(ctx, "orders", harness.Options{Settings: settings,
 		Grants: map[string][]string{"billing": allTypes, "shipping": shippingTypes}}, nil)
 	if err != nil {

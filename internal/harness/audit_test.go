@@ -339,7 +339,7 @@ func TestAudit_RunsBesideARunningControlPlane(t *testing.T) {
 		_ = billing.Pool.QueryRow(context.Background(), "select count(*) from streamseal.known_origins").Scan(&known)
 		return known == 1 && countFrom(t, billing.Pool, "orders") == 20
 	})
-	nc, err := wire.Connect(h.NATS.URL(), "billing-audit", nil)
+	nc, err := wire.Connect(h.NATS.URL(), "billing-audit", wire.Security{}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

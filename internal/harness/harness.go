@@ -10,18 +10,23 @@ import (
 	"log/slog"
 	"net/url"
 	"os"
+	"path/filepath"
 	"sync"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/streamseal/streamseal/controlplane/config"
 	"github.com/streamseal/streamseal/controlplane/inbox"
+	"github.com/streamseal/streamseal/controlplane/natsauth"
 	"github.com/streamseal/streamseal/controlplane/node"
 	"github.com/streamseal/streamseal/controlplane/redelivery"
 	"github.com/streamseal/streamseal/controlplane/store"
 	"github.com/streamseal/streamseal/controlplane/wire"
+	"github.com/streamseal/streamseal/internal/testcerts"
 )
 
 // NewDatabase returns the URL of a fresh, migrated database for a service.
@@ -29,16 +34,35 @@ type NewDatabase func(ctx context.Context, service string) (string, error)
 
 // Harness owns the embedded NATS server and the services started on it.
 type Harness struct {
-	NATS     *wire.Embedded
-	newDB    NewDatabase
-	logger   *slog.Logger
-	natsDir  string
-	mu       sync.Mutex
-	services []*Service
+	NATS      *wire.Embedded
+	newDB     NewDatabase
+	logger    *slog.Logger
+	natsDir   string
+	auth      wire.EmbeddedAuth // NewSecured's users; empty: an open server
+	passwords map[string]string // by user; nil: an open server
+	certs     *testcerts.Certs  // NewSecured's TLS files; nil: plain connections
+	mu        sync.Mutex
+	services  []*Service
 }
 
 // New starts an embedded NATS server (JetStream in a temp dir) and creates the streams.
 func New(ctx context.Context, newDB NewDatabase, logger *slog.Logger) (*Harness, error) {
+	return start(ctx, newDB, logger, nil, false)
+}
+
+// NewSecured is New with authorization on: one user per service of topo, with the permissions
+// package natsauth generates, and an admin user that creates the streams. Each service Start
+// starts connects as its own user (a service topo does not name cannot connect). With withTLS
+// the server is TLS-only and requires client certificates (throwaway ones, package testcerts),
+// which every connection presents.
+func NewSecured(ctx context.Context, newDB NewDatabase, logger *slog.Logger, topo natsauth.Topology, withTLS bool) (*Harness, error) {
+	if err := topo.Validate(); err != nil {
+		return nil, fmt.Errorf("harness topology: %w", err)
+	}
+	return start(ctx, newDB, logger, &topo, withTLS)
+}
+
+func start(ctx context.Context, newDB NewDatabase, logger *slog.Logger, topo *natsauth.Topology, withTLS bool) (*Harness, error) {
 	if logger == nil {
 		logger = slog.Default()
 	}
@@ -46,13 +70,37 @@ func New(ctx context.Context, newDB NewDatabase, logger *slog.Logger) (*Harness,
 	if err != nil {
 		return nil, err
 	}
-	srv, err := wire.StartEmbedded(dir)
+	h := &Harness{newDB: newDB, logger: logger, natsDir: dir}
+	admin := wire.Security{}
+	if topo != nil {
+		h.passwords = map[string]string{}
+		for _, name := range topo.Names() {
+			h.passwords[name] = "harness-" + name + "-" + uuid.NewString()
+		}
+		h.auth = wire.EmbeddedAuth{Users: topo.Users(natsauth.AdminUser, h.passwords)}
+	}
+	if withTLS {
+		if err := os.MkdirAll(filepath.Join(dir, "certs"), 0o700); err != nil {
+			return nil, err
+		}
+		if h.certs, err = testcerts.Write(filepath.Join(dir, "certs")); err != nil {
+			return nil, err
+		}
+		if h.auth.TLS, err = h.certs.ServerTLS(); err != nil {
+			return nil, err
+		}
+		h.auth.TLSVerify = true
+	}
+	if topo != nil {
+		admin = h.security(natsauth.AdminUser)
+	}
+	srv, err := wire.StartEmbeddedSecured(dir, server.RANDOM_PORT, h.auth)
 	if err != nil {
 		os.RemoveAll(dir)
 		return nil, err
 	}
-	h := &Harness{NATS: srv, newDB: newDB, logger: logger, natsDir: dir}
-	nc, err := wire.Connect(srv.URL(), "harness", logger)
+	h.NATS = srv
+	nc, err := wire.Connect(srv.URL(), "harness", admin, logger)
 	if err != nil {
 		h.Close()
 		return nil, err
@@ -70,12 +118,24 @@ func New(ctx context.Context, newDB NewDatabase, logger *slog.Logger) (*Harness,
 	return h, nil
 }
 
+// security is how service connects: as its own user on a secured harness, openly otherwise.
+func (h *Harness) security(service string) wire.Security {
+	var sec wire.Security
+	if h.passwords != nil {
+		sec = wire.Security{User: service, Password: h.passwords[service]}
+	}
+	if h.certs != nil {
+		sec.TLSCAFile, sec.TLSCertFile, sec.TLSKeyFile = h.certs.CAFile, h.certs.ClientCertFile, h.certs.ClientKeyFile
+	}
+	return sec
+}
+
 // RestartNATS shuts the NATS server down and starts it again on the same port and store: every
 // client loses its connection and must reconnect (a broker restart).
 func (h *Harness) RestartNATS() error {
 	port := h.NATS.Port()
 	h.NATS.Shutdown()
-	srv, err := wire.StartEmbeddedOn(h.natsDir, port)
+	srv, err := wire.StartEmbeddedSecured(h.natsDir, port, h.auth)
 	if err != nil {
 		return err
 	}
@@ -142,7 +202,7 @@ func (h *Harness) Start(ctx context.Context, name string, opts Options, configur
 }
 
 func (h *Harness) startNode(ctx context.Context, name string, pool *pgxpool.Pool, opts Options, configure func(*Service)) (*Service, error) {
-	nc, err := wire.Connect(h.NATS.URL(), name, h.logger)
+	nc, err := wire.Connect(h.NATS.URL(), name, h.security(name), h.logger)
 	if err != nil {
 		pool.Close()
 		return nil, err

@@ -25,6 +25,10 @@ type Server struct {
 	// JS is an administrative JetStream context (not any service's): for recording, counting
 	// and publishing what a test injects.
 	JS jetstream.JetStream
+	// Certs are the TLS files of a server StartSecured started with TLS (nil otherwise).
+	Certs *Certs
+
+	passwords map[string]string // StartSecured's users; nil: an open server
 }
 
 // Start starts an embedded NATS server with JetStream for t, creates streamseal's event and
@@ -51,7 +55,19 @@ func Start(t testing.TB) *Server {
 // connection when t ends.
 func (s *Server) Connect(t testing.TB, service string) (*nats.Conn, jetstream.JetStream) {
 	t.Helper()
-	nc, err := nats.Connect(s.Embedded.URL(), nats.Name("streamseal-"+service))
+	opts := []nats.Option{nats.Name("streamseal-" + service)}
+	if s.passwords != nil { // a secured server: the test's own connections are the admin's
+		sec := s.Security(AdminUser)
+		opts = append(opts, nats.UserInfo(sec.User, sec.Password))
+		if sec.TLSCAFile != "" {
+			cfg, err := sec.TLSConfig()
+			if err != nil {
+				t.Fatal(err)
+			}
+			opts = append(opts, nats.Secure(cfg))
+		}
+	}
+	nc, err := nats.Connect(s.Embedded.URL(), opts...)
 	if err != nil {
 		t.Fatalf("connect to embedded NATS as %s: %v", service, err)
 	}
