@@ -81,11 +81,11 @@ func TestConfig(t *testing.T) {
 		if err := o.RegisterFlags(fs, CommandRun); err != nil {
 			t.Fatal(err)
 		}
-		if err := fs.Parse([]string{"--service", "billing", "--consumes", "a.b, c.d", "--grant", "shipping=a.b", "--grant", "shipping=c.d"}); err != nil {
+		if err := fs.Parse([]string{"--service", "billing", "--consumes", "a.b, c.d", "--grant", "shipping=a.b@acme", "--grant-all-tenants", "shipping=c.d"}); err != nil {
 			t.Fatal(err)
 		}
 		if o.DatabaseURL != "postgres://env/db" || o.Service != "billing" || o.NATSDataDir != NATSDataDirDefault ||
-			!slices.Equal(o.Consumes, []string{"a.b", "c.d"}) || !slices.Equal(o.Grants["shipping"], []string{"a.b", "c.d"}) ||
+			!slices.Equal(o.Consumes, []string{"a.b", "c.d"}) || len(o.Grants) != 2 || !slices.Equal(o.Grants[0].Tenants, []string{"acme"}) || o.Grants[0].AllTenants || !o.Grants[1].AllTenants || !slices.Equal(o.Grants[1].Types, []string{"c.d"}) ||
 			o.SettleWindow != 2*time.Minute {
 			t.Fatalf("options = %+v", o)
 		}

@@ -38,7 +38,7 @@ func TestInbox(t *testing.T) {
 	setup := func(t *testing.T) (*inbox.Inbox, *testBundle) {
 		t.Helper()
 		pool := dbtest.NewPool(t, "billing")
-		if err := store.SubscriptionsAdd(ctx, pool, eventTypes); err != nil {
+		if err := store.SubscriptionsAdd(ctx, pool, "", eventTypes, store.AllTenants()); err != nil {
 			t.Fatal(err)
 		}
 		srv := natstest.Start(t)
