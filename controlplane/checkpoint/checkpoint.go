@@ -1,5 +1,6 @@
 // Package checkpoint is continuity checking: the origin publishes, every interval, what it
-// emitted per (tenant, type) in the next origin_seq window, on the event subjects themselves;
+// emitted per (tenant, type) in the next origin_seq window, one message on each (tenant, type)'s
+// own event subject (so a consumer subscribed to some tenants sees only theirs);
 // each consumer verifies its store against it (SQL: lanes, floors, holes, two-cycle
 // confirmation) and acts on confirmed gaps: a capped, directed redelivery request for exactly the
 // missing type_seq ranges, or in report-only mode the record of the request it would send.
@@ -46,11 +47,10 @@ type Publisher struct {
 // Published counts checkpoint messages published.
 func (p *Publisher) Published() int64 { return p.published.Load() }
 
-// Publish takes the next window and publishes one checkpoint per event type (quiet types too;
-// a type active for very many tenants as several messages of whole tenants) and returns how
-// many messages it published.
-// The window advances only when every message was acknowledged; a replica that lost the window
-// to another gets nothing and publishes nothing.
+// Publish takes the next window and publishes one checkpoint per (tenant, type) the origin ever
+// numbered (quiet pairs too: heartbeats), each on that pair's event subject, and returns how
+// many messages it published. The window advances only when every message was acknowledged; a
+// replica that lost the window to another gets nothing and publishes nothing.
 func (p *Publisher) Publish(ctx context.Context) (int, error) {
 	tx, err := p.Pool.Begin(ctx)
 	if err != nil {
@@ -65,25 +65,20 @@ func (p *Publisher) Publish(ctx context.Context) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	byType := map[string]*wire.Checkpoint{}
-	var order []string
+	var order []wire.Checkpoint
 	at := time.Now().UTC()
 	for _, row := range rows {
 		if row.EventType == nil {
-			continue // the origin has never emitted anything: no type subject to prove
+			continue // the origin has never emitted anything: no (tenant, type) subject to prove
 		}
-		cp := byType[*row.EventType]
-		if cp == nil {
-			cp = &wire.Checkpoint{Origin: p.Service, Control: wire.ControlSubject(p.Service),
-				IntervalS: max(1, int(p.Interval.Seconds())), Generation: generation, From: row.From, To: row.To, Type: *row.EventType, At: at}
-			byType[*row.EventType] = cp
-			order = append(order, *row.EventType)
-		}
-		cp.Tenants = append(cp.Tenants, wire.CheckpointTenant{Tenant: deref(row.Tenant), N: row.N, First: row.First, Last: row.Last,
-			AtMostOnce: row.AtMostOnce})
+		order = append(order, wire.Checkpoint{Origin: p.Service, Control: wire.ControlSubject(p.Service),
+			IntervalS: max(1, int(p.Interval.Seconds())), Generation: generation, From: row.From, To: row.To,
+			Type: *row.EventType, At: at,
+			Tenants: []wire.CheckpointTenant{{Tenant: deref(row.Tenant), N: row.N, First: row.First, Last: row.Last,
+				AtMostOnce: row.AtMostOnce}}})
 	}
 	// Consumers verify a round's messages in the order they arrive and the per-round repair cap
-	// goes to the first lanes with gaps: rotating the lead type each round keeps one type that
+	// goes to the first lanes with gaps: rotating the lead pair each round keeps one lane that
 	// keeps losing from taking the cap every round while the others wait (invariant 9).
 	if len(order) > 0 {
 		k := int(p.rounds.Add(1) % int64(len(order)))
@@ -98,57 +93,39 @@ func (p *Publisher) Publish(ctx context.Context) (int, error) {
 	}
 	publishCtx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	messages := 0
-	for _, eventType := range order {
-		for _, part := range splitByTenants(*byType[eventType], maxCheckpointBytes) {
-			msg, err := wire.CheckpointMessage(part)
-			if err != nil {
-				return 0, err
-			}
-			if _, err := p.JS.PublishMsg(publishCtx, msg); err != nil {
-				return 0, fmt.Errorf("publish checkpoint for %s: %w", eventType, err)
-			}
-			messages++
+	// Published asynchronously (one message per lane can be many), then every acknowledgement
+	// awaited before the commit.
+	futures := make([]jetstream.PubAckFuture, 0, len(order))
+	for _, cp := range order {
+		msg, err := wire.CheckpointMessage(cp)
+		if err != nil {
+			return 0, err
+		}
+		f, err := p.JS.PublishMsgAsync(msg)
+		if err != nil {
+			return 0, fmt.Errorf("publish checkpoint for %q/%s: %w", cp.Tenants[0].Tenant, cp.Type, err)
+		}
+		futures = append(futures, f)
+	}
+	for i, f := range futures {
+		select {
+		case <-f.Ok():
+		case err := <-f.Err():
+			return 0, fmt.Errorf("publish checkpoint for %q/%s: %w", order[i].Tenants[0].Tenant, order[i].Type, err)
+		case <-publishCtx.Done():
+			return 0, fmt.Errorf("publish checkpoint round: %w", publishCtx.Err())
 		}
 	}
 	if err := tx.Commit(ctx); err != nil {
 		return 0, err
 	}
-	p.published.Add(int64(messages))
-	return messages, nil
+	p.published.Add(int64(len(order)))
+	return len(order), nil
 }
 
 // PublishTimeoutDefault bounds one round's publication, well inside River's job timeout (one
 // minute): past it the round is given back and published again by the next run.
 const PublishTimeoutDefault = 10 * time.Second
-
-// maxCheckpointBytes bounds the tenants of one checkpoint message, well below NATS's default
-// 1 MiB payload limit.
-const maxCheckpointBytes = 256 << 10
-
-// splitByTenants splits a type's checkpoint into messages of whole tenants, each a checkpoint of
-// the same window and round: a consumer verifies a tenant's lane from the one message naming it,
-// so a type active for tens of thousands of tenants still fits the wire. A quiet type stays one
-// message with no tenants.
-func splitByTenants(cp wire.Checkpoint, budget int) []wire.Checkpoint {
-	if len(cp.Tenants) == 0 {
-		return []wire.Checkpoint{cp}
-	}
-	var parts []wire.Checkpoint
-	part, size := cp, 0
-	part.Tenants = nil
-	for _, t := range cp.Tenants {
-		encoded, _ := json.Marshal(t)
-		if len(part.Tenants) > 0 && size+len(encoded)+1 > budget {
-			parts = append(parts, part)
-			part, size = cp, 0
-			part.Tenants = nil
-		}
-		part.Tenants = append(part.Tenants, t)
-		size += len(encoded) + 1
-	}
-	return append(parts, part)
-}
 
 // Verifier checks this service's store against other origins' checkpoints (consumer side).
 type Verifier struct {
