@@ -137,8 +137,9 @@ type Verifier struct {
 	Metrics *metrics.Instruments // nil: not measured
 
 	mu          sync.Mutex
-	sentInRound map[string]round // origin -> its current round and the requests sent in it
-	waited      map[string]int   // (origin, tenant, type) -> rounds its holes waited for the cap
+	sentInRound map[string]map[time.Time]int // origin -> its recent rounds -> requests sent in each
+	waited      map[string]int               // (origin, tenant, type) -> rounds its holes waited for the cap
+	cappedAt    map[string]time.Time         // (origin, tenant, type) -> the last round it waited in
 	received    atomic.Int64
 	gaps        atomic.Int64
 	requests    atomic.Int64
@@ -204,25 +205,38 @@ func (v *Verifier) act(ctx context.Context, cp wire.Checkpoint, l store.LaneVerd
 	req := wire.RedeliveryRequest{RequestID: uuid.NewString(), Tenants: []string{l.Tenant}, Types: []string{l.EventType},
 		TypeSeqRanges: l.ToRequest, MaxEvents: v.Config.Redelivery.MaxEventsPerRequest}
 	body, _ := json.Marshal(req)
-	// One checkpoint round (every type's message of one publication) is one cycle of the cap;
-	// a quiet round repeats its window, so the round is named by when the origin took it. Rounds
-	// of one origin arrive in order on its event stream: only the current one is kept.
+	// One checkpoint round (every (tenant, type) message of one publication) is one cycle of the
+	// cap; a quiet round repeats its window, so the round is named by when the origin took it.
+	// The inbox verifies each subject's messages on its own consumer, so one origin's rounds
+	// interleave across subjects: the counts of its recent rounds are kept, not just the last.
+	// Fairness (invariant 9) no longer follows from arrival order alone, since subjects race: a
+	// lane yields the cap to any lane of the origin that has waited longer and was still waiting
+	// in the previous round (so a lane that went quiet or healed cannot hold the cap back for
+	// more than one round).
 	v.mu.Lock()
 	if v.sentInRound == nil {
-		v.sentInRound, v.waited = map[string]round{}, map[string]int{}
+		v.sentInRound, v.waited, v.cappedAt = map[string]map[time.Time]int{}, map[string]int{}, map[string]time.Time{}
 	}
-	r := v.sentInRound[cp.Origin]
-	if !r.at.Equal(cp.At) {
-		r = round{at: cp.At}
+	rounds := v.sentInRound[cp.Origin]
+	if rounds == nil {
+		rounds = map[time.Time]int{}
+		v.sentInRound[cp.Origin] = rounds
 	}
-	capped := r.sent >= v.Config.MaxAutoRepairRequestsPerCheckpoint
+	at := cp.At.UTC()
+	if _, ok := rounds[at]; !ok {
+		rounds[at] = 0
+	}
+	key := laneKey(cp.Origin, l)
+	capped := rounds[at] >= v.Config.MaxAutoRepairRequestsPerCheckpoint || v.yields(cp.Origin, key, previousRound(rounds, at))
 	if capped {
-		v.waited[laneKey(cp.Origin, l)]++
+		v.waited[key]++
+		v.cappedAt[key] = at
 	} else {
-		r.sent++
-		delete(v.waited, laneKey(cp.Origin, l))
+		rounds[at]++
+		delete(v.waited, key)
+		delete(v.cappedAt, key)
 	}
-	v.sentInRound[cp.Origin] = r
+	forgetOldRounds(rounds)
 	v.mu.Unlock()
 	action := "requested"
 	switch {
@@ -277,11 +291,47 @@ func (v *Verifier) CheckLiveness(ctx context.Context) error {
 	return nil
 }
 
-// round is one origin's checkpoint round (named by when the origin took it) and the repair
-// requests sent in it so far.
-type round struct {
-	at   time.Time
-	sent int
+// yields says whether lane key of origin must leave the cap to a lane of origin that has waited
+// more rounds and was still waiting in round prev (or later). Called with v.mu held.
+func (v *Verifier) yields(origin, key string, prev time.Time) bool {
+	if prev.IsZero() {
+		return false
+	}
+	prefix := origin + "\x00"
+	for other, n := range v.waited {
+		if other != key && strings.HasPrefix(other, prefix) && n > v.waited[key] && !v.cappedAt[other].Before(prev) {
+			return true
+		}
+	}
+	return false
+}
+
+// previousRound is the latest round of rounds before at (zero when none is known).
+func previousRound(rounds map[time.Time]int, at time.Time) time.Time {
+	var prev time.Time
+	for r := range rounds {
+		if r.Before(at) && r.After(prev) {
+			prev = r
+		}
+	}
+	return prev
+}
+
+// roundsKept bounds the rounds of one origin whose request counts are kept: far more than the
+// subjects' consumers can be apart, so a late message of an old round still finds its count.
+const roundsKept = 64
+
+// forgetOldRounds drops the oldest rounds beyond roundsKept.
+func forgetOldRounds(rounds map[time.Time]int) {
+	for len(rounds) > roundsKept {
+		var oldest time.Time
+		for at := range rounds {
+			if oldest.IsZero() || at.Before(oldest) {
+				oldest = at
+			}
+		}
+		delete(rounds, oldest)
+	}
 }
 
 func laneKey(origin string, l store.LaneVerdict) string {
