@@ -94,6 +94,25 @@ func TestConfig(t *testing.T) {
 		}
 	})
 
+	// Invariant 11: a grant names its tenants or says every tenant; naming none is refused with
+	// what to write instead, never read as every tenant. A bare @ is the single-tenant tenant "".
+	t.Run("AGrantNamesItsTenantsOrSaysEveryTenant", func(t *testing.T) {
+		o := DefaultOptions()
+		fs := flag.NewFlagSet("run", flag.ContinueOnError)
+		fs.SetOutput(io.Discard)
+		if err := o.RegisterFlags(fs, CommandRun); err != nil {
+			t.Fatal(err)
+		}
+		err := fs.Parse([]string{"--grant", "shipping=a.b"})
+		if err == nil || !strings.Contains(err.Error(), "names no tenants") || !strings.Contains(err.Error(), "--grant-all-tenants shipping=a.b") {
+			t.Fatalf("a grant naming no tenant: %v; want a refusal saying what to write", err)
+		}
+		if err := fs.Parse([]string{"--grant", "shipping=a.b@"}); err != nil || len(o.Grants) != 1 ||
+			!slices.Equal(o.Grants[0].Tenants, []string{""}) || o.Grants[0].AllTenants {
+			t.Fatalf("a bare @: %v, grants %+v; want the single-tenant tenant \"\" only", err, o.Grants)
+		}
+	})
+
 	t.Run("BadValuesNameTheOptionAndTheRange", func(t *testing.T) {
 		c := Defaults()
 		c.RepairMode = "yolo"
