@@ -105,13 +105,17 @@ func (c *runCmd) Run(ctx context.Context, o *runOpts) error {
 		return fmt.Errorf("%w (pass --service)", err)
 	}
 	if len(o.Consumes) > 0 {
-		if err := store.SubscriptionsAdd(ctx, c.Pool, o.Consumes); err != nil {
+		if err := store.SubscriptionsAdd(ctx, c.Pool, "", o.Consumes, store.AllTenants()); err != nil {
 			return fmt.Errorf("--consumes: %w", err)
 		}
 	}
-	for grantee, types := range o.Grants {
-		if err := store.GrantsAdd(ctx, c.Pool, grantee, types); err != nil {
-			return fmt.Errorf("--grant %s: %w", grantee, err)
+	for _, g := range o.Grants {
+		scope, flag := store.Tenants(g.Tenants...), "--grant"
+		if g.AllTenants {
+			scope, flag = store.AllTenants(), "--grant-all-tenants"
+		}
+		if err := store.GrantsAdd(ctx, c.Pool, g.Service, g.Types, scope); err != nil {
+			return fmt.Errorf("%s %s: %w", flag, g.Service, err)
 		}
 	}
 	var suppress inbox.Suppress

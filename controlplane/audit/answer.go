@@ -1,8 +1,9 @@
 // answer.go: the origin side. A ManifestServer answers a consumer's manifest request with the
 // digests of a window (type level from sealed epochs plus the live fringe, or stream level paged by
 // stream id), chunked, every chunk carrying the watermark and the origin generation, directed to
-// the requester. Only the types the requester is granted are answered. One answer build at a time
-// per process; the rules are SQL's (type_digests, stream_digests_page, ungranted_types).
+// the requester. Only the (tenant, type) pairs the requester is granted are answered, and only
+// the close-the-books floors of tenants it is granted (invariant 11). One answer build at a time
+// per process; the rules are SQL's (answer_type_digests, answer_stream_digests_page).
 
 package audit
 
@@ -69,25 +70,21 @@ func (s *ManifestServer) answer(ctx context.Context, env wire.Envelope, _ []byte
 	if err != nil {
 		return err
 	}
-	granted, err := s.granted(ctx, env.From)
-	if err != nil {
-		return err
-	}
 	var digests []wire.ManifestDigest
 	var watermark int64
 	var resume string
 	switch req.Level {
 	case wire.LevelTypes:
-		digests, watermark, err = s.typeLevel(ctx, req, granted)
+		digests, watermark, err = s.typeLevel(ctx, env.From, req)
 	default:
-		digests, watermark, resume, err = s.streamLevel(ctx, req, granted, limit)
+		digests, watermark, resume, err = s.streamLevel(ctx, env.From, req, limit)
 	}
 	if err != nil {
 		return err
 	}
 	var closes []wire.StreamClose
 	if req.Level == wire.LevelTypes {
-		if closes, err = s.closes(ctx); err != nil {
+		if closes, err = s.closes(ctx, env.From); err != nil {
 			return err
 		}
 	}
@@ -116,9 +113,9 @@ func (s *ManifestServer) answer(ctx context.Context, env wire.Envelope, _ []byte
 	return nil
 }
 
-// closes returns this origin's close-the-books floors.
-func (s *ManifestServer) closes(ctx context.Context) ([]wire.StreamClose, error) {
-	floors, err := store.StreamCloses(ctx, s.Pool)
+// closes returns this origin's close-the-books floors of the tenants requester is granted.
+func (s *ManifestServer) closes(ctx context.Context, requester string) ([]wire.StreamClose, error) {
+	floors, err := store.StreamCloses(ctx, s.Pool, requester)
 	if err != nil {
 		return nil, err
 	}
@@ -129,46 +126,22 @@ func (s *ManifestServer) closes(ctx context.Context) ([]wire.StreamClose, error)
 	return out, nil
 }
 
-// granted returns the event types requester may receive (isolation: digests only for those).
-func (s *ManifestServer) granted(ctx context.Context, requester string) (map[string]bool, error) {
-	types, err := store.GrantedTypes(ctx, s.Pool, requester)
-	if err != nil {
-		return nil, err
-	}
-	out := map[string]bool{}
-	for _, t := range types {
-		out[t] = true
-	}
-	return out, nil
-}
-
-func (s *ManifestServer) typeLevel(ctx context.Context, req wire.ManifestRequest, granted map[string]bool) ([]wire.ManifestDigest, int64, error) {
-	answer, err := store.TypeDigests(ctx, s.Pool, s.Service, req.From, req.To, 0)
+func (s *ManifestServer) typeLevel(ctx context.Context, requester string, req wire.ManifestRequest) ([]wire.ManifestDigest, int64, error) {
+	answer, err := store.AnswerTypeDigests(ctx, s.Pool, requester, s.Service, req.From, req.To)
 	if err != nil {
 		return nil, 0, err
 	}
 	var out []wire.ManifestDigest
 	for _, d := range answer.Digests {
-		if granted[d.EventType] {
-			out = append(out, wire.ManifestDigest{Tenant: d.Tenant, Type: d.EventType, X0: d.X0, X1: d.X1, N: d.N})
-		}
+		out = append(out, wire.ManifestDigest{Tenant: d.Tenant, Type: d.EventType, X0: d.X0, X1: d.X1, N: d.N})
 	}
 	return out, answer.Watermark, nil
 }
 
-func (s *ManifestServer) streamLevel(ctx context.Context, req wire.ManifestRequest, granted map[string]bool, limit int) ([]wire.ManifestDigest, int64, string, error) {
-	var types []string
-	for _, t := range req.Types {
-		if granted[t] {
-			types = append(types, t)
-		}
-	}
-	page, err := store.StreamDigestsPage(ctx, s.Pool, s.Service, types, req.From, req.To, req.AfterStream, limit)
+func (s *ManifestServer) streamLevel(ctx context.Context, requester string, req wire.ManifestRequest, limit int) ([]wire.ManifestDigest, int64, string, error) {
+	page, err := store.AnswerStreamDigestsPage(ctx, s.Pool, requester, s.Service, req.Types, req.From, req.To, req.AfterStream, limit)
 	if err != nil {
 		return nil, 0, "", err
-	}
-	if len(types) == 0 {
-		return nil, page.Watermark, "", nil
 	}
 	var out []wire.ManifestDigest
 	for _, d := range page.Digests {

@@ -34,7 +34,7 @@ func TestManifestServer(t *testing.T) {
 	setup := func(t *testing.T) (*audit.ManifestServer, *testBundle) {
 		t.Helper()
 		pool := dbtest.NewPool(t, "orders")
-		if err := store.GrantsAdd(ctx, pool, "billing", eventTypes[:2]); err != nil {
+		if err := store.GrantsAdd(ctx, pool, "billing", eventTypes[:2], store.AllTenants()); err != nil {
 			t.Fatal(err)
 		}
 		srv := natstest.Start(t)

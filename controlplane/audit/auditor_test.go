@@ -45,14 +45,14 @@ func TestAuditor(t *testing.T) {
 		}
 		srv := natstest.Start(t)
 		origin := dbtest.NewPool(t, "orders")
-		if err := store.GrantsAdd(ctx, origin, "billing", types); err != nil {
+		if err := store.GrantsAdd(ctx, origin, "billing", types, store.AllTenants()); err != nil {
 			t.Fatal(err)
 		}
 		_, ordersJS := srv.Connect(t, "orders")
 		ordersControl := natstest.Control(t, ordersJS, "orders")
 
 		pool := dbtest.NewPool(t, "billing")
-		if err := store.SubscriptionsAdd(ctx, pool, types); err != nil {
+		if err := store.SubscriptionsAdd(ctx, pool, "", types, store.AllTenants()); err != nil {
 			t.Fatal(err)
 		}
 		checkpointtest.Verify(t, pool, "billing", checkpointtest.Heartbeat("orders", types[0], "acme", 0, 0))

@@ -1,5 +1,6 @@
 // Package checkpoint is continuity checking: the origin publishes, every interval, what it
-// emitted per (tenant, type) in the next origin_seq window, on the event subjects themselves;
+// emitted per (tenant, type) in the next origin_seq window, one message on each (tenant, type)'s
+// own event subject (so a consumer subscribed to some tenants sees only theirs);
 // each consumer verifies its store against it (SQL: lanes, floors, holes, two-cycle
 // confirmation, or confirmation at first sight when the inbox proved order) and acts on confirmed gaps: a capped, directed redelivery request for exactly the
 // missing type_seq ranges, or in report-only mode the record of the request it would send.
@@ -46,11 +47,10 @@ type Publisher struct {
 // Published counts checkpoint messages published.
 func (p *Publisher) Published() int64 { return p.published.Load() }
 
-// Publish takes the next window and publishes one checkpoint per event type (quiet types too;
-// a type active for very many tenants as several messages of whole tenants) and returns how
-// many messages it published.
-// The window advances only when every message was acknowledged; a replica that lost the window
-// to another gets nothing and publishes nothing.
+// Publish takes the next window and publishes one checkpoint per (tenant, type) the origin ever
+// numbered (quiet pairs too: heartbeats), each on that pair's event subject, and returns how
+// many messages it published. The window advances only when every message was acknowledged; a
+// replica that lost the window to another gets nothing and publishes nothing.
 func (p *Publisher) Publish(ctx context.Context) (int, error) {
 	tx, err := p.Pool.Begin(ctx)
 	if err != nil {
@@ -65,25 +65,20 @@ func (p *Publisher) Publish(ctx context.Context) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	byType := map[string]*wire.Checkpoint{}
-	var order []string
+	var order []wire.Checkpoint
 	at := time.Now().UTC()
 	for _, row := range rows {
 		if row.EventType == nil {
-			continue // the origin has never emitted anything: no type subject to prove
+			continue // the origin has never emitted anything: no (tenant, type) subject to prove
 		}
-		cp := byType[*row.EventType]
-		if cp == nil {
-			cp = &wire.Checkpoint{Origin: p.Service, Control: wire.ControlSubject(p.Service),
-				IntervalS: max(1, int(p.Interval.Seconds())), Generation: generation, From: row.From, To: row.To, Type: *row.EventType, At: at}
-			byType[*row.EventType] = cp
-			order = append(order, *row.EventType)
-		}
-		cp.Tenants = append(cp.Tenants, wire.CheckpointTenant{Tenant: deref(row.Tenant), N: row.N, First: row.First, Last: row.Last,
-			AtMostOnce: row.AtMostOnce})
+		order = append(order, wire.Checkpoint{Origin: p.Service, Control: wire.ControlSubject(p.Service),
+			IntervalS: max(1, int(p.Interval.Seconds())), Generation: generation, From: row.From, To: row.To,
+			Type: *row.EventType, At: at,
+			Tenants: []wire.CheckpointTenant{{Tenant: deref(row.Tenant), N: row.N, First: row.First, Last: row.Last,
+				AtMostOnce: row.AtMostOnce}}})
 	}
 	// Consumers verify a round's messages in the order they arrive and the per-round repair cap
-	// goes to the first lanes with gaps: rotating the lead type each round keeps one type that
+	// goes to the first lanes with gaps: rotating the lead pair each round keeps one lane that
 	// keeps losing from taking the cap every round while the others wait (invariant 9).
 	if len(order) > 0 {
 		k := int(p.rounds.Add(1) % int64(len(order)))
@@ -98,57 +93,39 @@ func (p *Publisher) Publish(ctx context.Context) (int, error) {
 	}
 	publishCtx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	messages := 0
-	for _, eventType := range order {
-		for _, part := range splitByTenants(*byType[eventType], maxCheckpointBytes) {
-			msg, err := wire.CheckpointMessage(part)
-			if err != nil {
-				return 0, err
-			}
-			if _, err := p.JS.PublishMsg(publishCtx, msg); err != nil {
-				return 0, fmt.Errorf("publish checkpoint for %s: %w", eventType, err)
-			}
-			messages++
+	// Published asynchronously (one message per lane can be many), then every acknowledgement
+	// awaited before the commit.
+	futures := make([]jetstream.PubAckFuture, 0, len(order))
+	for _, cp := range order {
+		msg, err := wire.CheckpointMessage(cp)
+		if err != nil {
+			return 0, err
+		}
+		f, err := p.JS.PublishMsgAsync(msg)
+		if err != nil {
+			return 0, fmt.Errorf("publish checkpoint for %q/%s: %w", cp.Tenants[0].Tenant, cp.Type, err)
+		}
+		futures = append(futures, f)
+	}
+	for i, f := range futures {
+		select {
+		case <-f.Ok():
+		case err := <-f.Err():
+			return 0, fmt.Errorf("publish checkpoint for %q/%s: %w", order[i].Tenants[0].Tenant, order[i].Type, err)
+		case <-publishCtx.Done():
+			return 0, fmt.Errorf("publish checkpoint round: %w", publishCtx.Err())
 		}
 	}
 	if err := tx.Commit(ctx); err != nil {
 		return 0, err
 	}
-	p.published.Add(int64(messages))
-	return messages, nil
+	p.published.Add(int64(len(order)))
+	return len(order), nil
 }
 
 // PublishTimeoutDefault bounds one round's publication, well inside River's job timeout (one
 // minute): past it the round is given back and published again by the next run.
 const PublishTimeoutDefault = 10 * time.Second
-
-// maxCheckpointBytes bounds the tenants of one checkpoint message, well below NATS's default
-// 1 MiB payload limit.
-const maxCheckpointBytes = 256 << 10
-
-// splitByTenants splits a type's checkpoint into messages of whole tenants, each a checkpoint of
-// the same window and round: a consumer verifies a tenant's lane from the one message naming it,
-// so a type active for tens of thousands of tenants still fits the wire. A quiet type stays one
-// message with no tenants.
-func splitByTenants(cp wire.Checkpoint, budget int) []wire.Checkpoint {
-	if len(cp.Tenants) == 0 {
-		return []wire.Checkpoint{cp}
-	}
-	var parts []wire.Checkpoint
-	part, size := cp, 0
-	part.Tenants = nil
-	for _, t := range cp.Tenants {
-		encoded, _ := json.Marshal(t)
-		if len(part.Tenants) > 0 && size+len(encoded)+1 > budget {
-			parts = append(parts, part)
-			part, size = cp, 0
-			part.Tenants = nil
-		}
-		part.Tenants = append(part.Tenants, t)
-		size += len(encoded) + 1
-	}
-	return append(parts, part)
-}
 
 // Verifier checks this service's store against other origins' checkpoints (consumer side).
 type Verifier struct {
@@ -160,8 +137,9 @@ type Verifier struct {
 	Metrics *metrics.Instruments // nil: not measured
 
 	mu          sync.Mutex
-	sentInRound map[string]round // origin -> its current round and the requests sent in it
-	waited      map[string]int   // (origin, tenant, type) -> rounds its holes waited for the cap
+	sentInRound map[string]map[time.Time]int // origin -> its recent rounds -> requests sent in each
+	waited      map[string]int               // (origin, tenant, type) -> rounds its holes waited for the cap
+	cappedAt    map[string]time.Time         // (origin, tenant, type) -> the last round it waited in
 	received    atomic.Int64
 	gaps        atomic.Int64
 	requests    atomic.Int64
@@ -238,25 +216,38 @@ func (v *Verifier) act(ctx context.Context, cp wire.Checkpoint, l store.LaneVerd
 	req := wire.RedeliveryRequest{RequestID: uuid.NewString(), Tenants: []string{l.Tenant}, Types: []string{l.EventType},
 		TypeSeqRanges: l.ToRequest, MaxEvents: v.Config.Redelivery.MaxEventsPerRequest}
 	body, _ := json.Marshal(req)
-	// One checkpoint round (every type's message of one publication) is one cycle of the cap;
-	// a quiet round repeats its window, so the round is named by when the origin took it. Rounds
-	// of one origin arrive in order on its event stream: only the current one is kept.
+	// One checkpoint round (every (tenant, type) message of one publication) is one cycle of the
+	// cap; a quiet round repeats its window, so the round is named by when the origin took it.
+	// The inbox verifies each subject's messages on its own consumer, so one origin's rounds
+	// interleave across subjects: the counts of its recent rounds are kept, not just the last.
+	// Fairness (invariant 9) no longer follows from arrival order alone, since subjects race: a
+	// lane yields the cap to any lane of the origin that has waited longer and was still waiting
+	// in the previous round (so a lane that went quiet or healed cannot hold the cap back for
+	// more than one round).
 	v.mu.Lock()
 	if v.sentInRound == nil {
-		v.sentInRound, v.waited = map[string]round{}, map[string]int{}
+		v.sentInRound, v.waited, v.cappedAt = map[string]map[time.Time]int{}, map[string]int{}, map[string]time.Time{}
 	}
-	r := v.sentInRound[cp.Origin]
-	if !r.at.Equal(cp.At) {
-		r = round{at: cp.At}
+	rounds := v.sentInRound[cp.Origin]
+	if rounds == nil {
+		rounds = map[time.Time]int{}
+		v.sentInRound[cp.Origin] = rounds
 	}
-	capped := r.sent >= v.Config.MaxAutoRepairRequestsPerCheckpoint
+	at := cp.At.UTC()
+	if _, ok := rounds[at]; !ok {
+		rounds[at] = 0
+	}
+	key := laneKey(cp.Origin, l)
+	capped := rounds[at] >= v.Config.MaxAutoRepairRequestsPerCheckpoint || v.yields(cp.Origin, key, previousRound(rounds, at))
 	if capped {
-		v.waited[laneKey(cp.Origin, l)]++
+		v.waited[key]++
+		v.cappedAt[key] = at
 	} else {
-		r.sent++
-		delete(v.waited, laneKey(cp.Origin, l))
+		rounds[at]++
+		delete(v.waited, key)
+		delete(v.cappedAt, key)
 	}
-	v.sentInRound[cp.Origin] = r
+	forgetOldRounds(rounds)
 	v.mu.Unlock()
 	action := "requested"
 	switch {
@@ -311,11 +302,47 @@ func (v *Verifier) CheckLiveness(ctx context.Context) error {
 	return nil
 }
 
-// round is one origin's checkpoint round (named by when the origin took it) and the repair
-// requests sent in it so far.
-type round struct {
-	at   time.Time
-	sent int
+// yields says whether lane key of origin must leave the cap to a lane of origin that has waited
+// more rounds and was still waiting in round prev (or later). Called with v.mu held.
+func (v *Verifier) yields(origin, key string, prev time.Time) bool {
+	if prev.IsZero() {
+		return false
+	}
+	prefix := origin + "\x00"
+	for other, n := range v.waited {
+		if other != key && strings.HasPrefix(other, prefix) && n > v.waited[key] && !v.cappedAt[other].Before(prev) {
+			return true
+		}
+	}
+	return false
+}
+
+// previousRound is the latest round of rounds before at (zero when none is known).
+func previousRound(rounds map[time.Time]int, at time.Time) time.Time {
+	var prev time.Time
+	for r := range rounds {
+		if r.Before(at) && r.After(prev) {
+			prev = r
+		}
+	}
+	return prev
+}
+
+// roundsKept bounds the rounds of one origin whose request counts are kept: far more than the
+// subjects' consumers can be apart, so a late message of an old round still finds its count.
+const roundsKept = 64
+
+// forgetOldRounds drops the oldest rounds beyond roundsKept.
+func forgetOldRounds(rounds map[time.Time]int) {
+	for len(rounds) > roundsKept {
+		var oldest time.Time
+		for at := range rounds {
+			if oldest.IsZero() || at.Before(oldest) {
+				oldest = at
+			}
+		}
+		delete(rounds, oldest)
+	}
 }
 
 func laneKey(origin string, l store.LaneVerdict) string {

@@ -82,16 +82,35 @@ func TestConfig(t *testing.T) {
 		if err := o.RegisterFlags(fs, CommandRun); err != nil {
 			t.Fatal(err)
 		}
-		if err := fs.Parse([]string{"--service", "billing", "--consumes", "a.b, c.d", "--grant", "shipping=a.b", "--grant", "shipping=c.d"}); err != nil {
+		if err := fs.Parse([]string{"--service", "billing", "--consumes", "a.b, c.d", "--grant", "shipping=a.b@acme", "--grant-all-tenants", "shipping=c.d"}); err != nil {
 			t.Fatal(err)
 		}
 		if o.DatabaseURL != "postgres://env/db" || o.Service != "billing" || o.NATSDataDir != NATSDataDirDefault ||
-			!slices.Equal(o.Consumes, []string{"a.b", "c.d"}) || !slices.Equal(o.Grants["shipping"], []string{"a.b", "c.d"}) ||
+			!slices.Equal(o.Consumes, []string{"a.b", "c.d"}) || len(o.Grants) != 2 || !slices.Equal(o.Grants[0].Tenants, []string{"acme"}) || o.Grants[0].AllTenants || !o.Grants[1].AllTenants || !slices.Equal(o.Grants[1].Types, []string{"c.d"}) ||
 			o.SettleWindow != 2*time.Minute {
 			t.Fatalf("options = %+v", o)
 		}
 		if err := o.ValidateFor(CommandRun); err != nil {
 			t.Fatal(err)
+		}
+	})
+
+	// Invariant 11: a grant names its tenants or says every tenant; naming none is refused with
+	// what to write instead, never read as every tenant. A bare @ is the single-tenant tenant "".
+	t.Run("AGrantNamesItsTenantsOrSaysEveryTenant", func(t *testing.T) {
+		o := DefaultOptions()
+		fs := flag.NewFlagSet("run", flag.ContinueOnError)
+		fs.SetOutput(io.Discard)
+		if err := o.RegisterFlags(fs, CommandRun); err != nil {
+			t.Fatal(err)
+		}
+		err := fs.Parse([]string{"--grant", "shipping=a.b"})
+		if err == nil || !strings.Contains(err.Error(), "names no tenants") || !strings.Contains(err.Error(), "--grant-all-tenants shipping=a.b") {
+			t.Fatalf("a grant naming no tenant: %v; want a refusal saying what to write", err)
+		}
+		if err := fs.Parse([]string{"--grant", "shipping=a.b@"}); err != nil || len(o.Grants) != 1 ||
+			!slices.Equal(o.Grants[0].Tenants, []string{""}) || o.Grants[0].AllTenants {
+			t.Fatalf("a bare @: %v, grants %+v; want the single-tenant tenant \"\" only", err, o.Grants)
 		}
 	})
 

@@ -262,24 +262,52 @@ func (v *listValue) accepted() string        { return "" }
 func (v *listValue) check(flag string) error { return nil }
 func (v *listValue) empty() bool             { return len(*v.p) == 0 }
 
-// Grants are the event types each service may receive in redelivery, from repeated
-// --grant service=type1,type2.
-type Grants map[string][]string
+// Grant is one --grant or --grant-all-tenants value: Service may receive Types of Tenants, or
+// of every tenant when AllTenants (said explicitly, never implied by naming no tenant).
+type Grant struct {
+	Service    string
+	Types      []string
+	Tenants    []string
+	AllTenants bool
+}
 
-// grantsValue collects repeated service=type1,type2 values.
-type grantsValue struct{ p *Grants }
+// Grants are the grants given on the command line, in order.
+type Grants []Grant
 
-func grants(p *Grants) *grantsValue { return &grantsValue{p: p} }
+// grantsValue collects repeated service=type1,type2@tenant1,tenant2 values (allTenants:
+// service=type1,type2, every tenant) into one Grants list shared by both flags.
+type grantsValue struct {
+	p          *Grants
+	allTenants bool
+}
+
+func grants(p *Grants, allTenants bool) *grantsValue {
+	return &grantsValue{p: p, allTenants: allTenants}
+}
 
 func (v *grantsValue) Set(s string) error {
-	service, types, ok := strings.Cut(s, "=")
-	if !ok || !wire.ValidServiceName(service) || len(SplitList(types)) == 0 {
-		return fmt.Errorf("expected service=type1,type2 with a service name %s", ServiceNamePattern)
+	service, rest, ok := strings.Cut(s, "=")
+	if !ok || !wire.ValidServiceName(service) {
+		return fmt.Errorf("expected %s with a service name %s", v.Type(), ServiceNamePattern)
 	}
-	if *v.p == nil {
-		*v.p = Grants{}
+	g := Grant{Service: service, AllTenants: v.allTenants}
+	if v.allTenants {
+		g.Types = SplitList(rest)
+	} else {
+		types, tenants, ok := strings.Cut(rest, "@")
+		if !ok {
+			return fmt.Errorf("%s names no tenants: write %s=%s@tenant1,tenant2, or --grant-all-tenants %s=%s",
+				s, service, rest, service, rest)
+		}
+		g.Types = SplitList(types)
+		if g.Tenants = SplitList(tenants); len(g.Tenants) == 0 {
+			g.Tenants = []string{""}
+		}
 	}
-	(*v.p)[service] = append((*v.p)[service], SplitList(types)...)
+	if len(g.Types) == 0 {
+		return fmt.Errorf("expected %s naming at least one event type", v.Type())
+	}
+	*v.p = append(*v.p, g)
 	return nil
 }
 
@@ -287,10 +315,15 @@ func (v *grantsValue) String() string {
 	if v == nil || v.p == nil || len(*v.p) == 0 {
 		return ""
 	}
-	return fmt.Sprint(map[string][]string(*v.p))
+	return fmt.Sprint([]Grant(*v.p))
 }
 
-func (v *grantsValue) Type() string            { return "service=types" }
+func (v *grantsValue) Type() string {
+	if v.allTenants {
+		return "service=types"
+	}
+	return "service=types@tenants"
+}
 func (v *grantsValue) reset()                  { *v.p = nil }
 func (v *grantsValue) defaultText() string     { return "" }
 func (v *grantsValue) accepted() string        { return "" }

@@ -1,6 +1,9 @@
-// Package inbox consumes other origins' events from JetStream into this service's store: a
-// durable consumer over the subjects of the types this service subscribes to (the
-// subscriptions table), batches into streamseal.ingest, acks only after commit. A message that
+// Package inbox consumes other origins' events from JetStream into this service's store: one
+// durable consumer per subscription (the subscriptions table), each with a single filter subject
+// (wire.LiveFilter / LiveTenantFilter: origin, tenant, type) and the durable name
+// wire.InboxDurable(service, filter), so the broker's permissions can pin both and a service
+// subscribed to some tenants never receives another's events (invariant 11); each consumer
+// batches into streamseal.ingest in stream order and acks only after commit. A message that
 // cannot be stored is recorded in inbox_rejects with the reason and then terminated, never
 // dropped silently. Identity rules live in SQL (ingest); this package only moves bytes.
 package inbox
@@ -10,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -50,7 +54,7 @@ type Inbox struct {
 
 	received, stored, suppressed, rejected atomic.Int64
 	ordered, unordered                     atomic.Int64
-	orderProven                            atomic.Bool // mirrors the consumer loop's orderProof
+	consumers, provenConsumers             atomic.Int64 // how many consumer loops run; how many hold their orderProof
 }
 
 // Counts is what the inbox has seen since it started. Ordered and Unordered count the
@@ -58,7 +62,8 @@ type Inbox struct {
 type Counts struct {
 	Received, Stored, Suppressed, Rejected int64
 	Ordered, Unordered                     int64
-	// OrderProven: the next checkpoint would be ordered if nothing breaks the chain before it.
+	// OrderProven: every consumer loop holds its proof, so the next checkpoint on any subject
+	// would be ordered if nothing breaks the chain before it.
 	OrderProven bool
 }
 
@@ -66,7 +71,7 @@ type Counts struct {
 func (in *Inbox) Counts() Counts {
 	return Counts{Received: in.received.Load(), Stored: in.stored.Load(), Suppressed: in.suppressed.Load(),
 		Rejected: in.rejected.Load(), Ordered: in.ordered.Load(), Unordered: in.unordered.Load(),
-		OrderProven: in.orderProven.Load()}
+		OrderProven: in.consumers.Load() > 0 && in.provenConsumers.Load() == in.consumers.Load()}
 }
 
 // orderProof decides whether every message the inbox's consumer delivered before the current
@@ -85,15 +90,19 @@ func (in *Inbox) Counts() Counts {
 // its consumer (the events it counts ride its subject).
 type orderProof struct {
 	proven bool
-	next   uint64       // the consumer sequence expected next
-	report *atomic.Bool // mirrors proven for Counts (nil: not reported)
+	next   uint64        // the consumer sequence expected next
+	report *atomic.Int64 // counts the proofs that hold, for Counts (nil: not reported)
 }
 
 func (o *orderProof) set(proven bool) {
-	o.proven = proven
-	if o.report != nil {
-		o.report.Store(proven)
+	if o.report != nil && proven != o.proven {
+		if proven {
+			o.report.Add(1)
+		} else {
+			o.report.Add(-1)
+		}
 	}
+	o.proven = proven
 }
 
 // restart takes the consumer's state: proven when nothing it delivered is pending.
@@ -138,28 +147,50 @@ func (in *Inbox) Run(ctx context.Context) error {
 		in.Logger.Info("inbox: no subscriptions, nothing to consume")
 		return nil
 	}
-	cons, err := in.JS.CreateOrUpdateConsumer(ctx, wire.EventsStream, jetstream.ConsumerConfig{
-		Durable:        "streamseal-inbox-" + in.Service,
-		FilterSubjects: filters,
-		AckPolicy:      jetstream.AckExplicitPolicy,
-		AckWait:        time.Minute,
-		MaxAckPending:  in.Batch * 4,
-		MaxDeliver:     in.MaxDeliver,
-		DeliverPolicy:  jetstream.DeliverAllPolicy,
-	})
-	if err != nil {
-		return fmt.Errorf("inbox consumer for %s: %w", in.Service, err)
+	consumers := make([]jetstream.Consumer, len(filters))
+	for i, filter := range filters {
+		cons, err := in.JS.CreateOrUpdateConsumer(ctx, wire.EventsStream, jetstream.ConsumerConfig{
+			Durable:       wire.InboxDurable(in.Service, filter),
+			FilterSubject: filter,
+			AckPolicy:     jetstream.AckExplicitPolicy,
+			AckWait:       time.Minute,
+			MaxAckPending: in.Batch * 4,
+			MaxDeliver:    in.MaxDeliver,
+			DeliverPolicy: jetstream.DeliverAllPolicy,
+		})
+		if err != nil {
+			return fmt.Errorf("inbox consumer of %s for %s: %w", filter, in.Service, err)
+		}
+		consumers[i] = cons
 	}
-	order := &orderProof{report: &in.orderProven}
+	in.consumers.Store(int64(len(consumers)))
+	// One loop per consumer: messages of one filter (and so of one subject) are handled in
+	// stream order, so a checkpoint is verified only after the events before it on its subject
+	// are committed; filters do not wait for one another. Each loop proves its own order.
+	var wg sync.WaitGroup
+	for i, cons := range consumers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			in.consume(ctx, filters[i], cons)
+		}()
+	}
+	wg.Wait()
+	return nil
+}
+
+// consume fetches and stores one consumer's messages until ctx ends.
+func (in *Inbox) consume(ctx context.Context, filter string, cons jetstream.Consumer) {
+	order := &orderProof{report: &in.provenConsumers}
 	in.reprove(ctx, cons, order)
 	for ctx.Err() == nil {
 		msgs, err := wire.FetchAvailable(ctx, cons, in.Batch, time.Second)
 		if err != nil {
 			if ctx.Err() != nil {
-				return nil
+				return
 			}
 			order.broken()
-			in.Logger.Warn("inbox: fetch failed", "err", err)
+			in.Logger.Warn("inbox: fetch failed", "filter", filter, "err", err)
 			sleep(ctx, time.Second)
 			continue
 		}
@@ -171,16 +202,15 @@ func (in *Inbox) Run(ctx context.Context) error {
 		}
 		if err := in.store(ctx, msgs, order); err != nil {
 			if ctx.Err() != nil {
-				return nil
+				return
 			}
-			in.Logger.Warn("inbox: batch not stored, will be redelivered", "err", err, "messages", len(msgs))
+			in.Logger.Warn("inbox: batch not stored, will be redelivered", "filter", filter, "err", err, "messages", len(msgs))
 			for _, m := range msgs {
 				in.retryOrGiveUp(ctx, m, err)
 			}
 			order.broken()
 		}
 	}
-	return nil
 }
 
 // reprove asks the consumer whether anything it delivered is still pending; on an error the
@@ -194,15 +224,35 @@ func (in *Inbox) reprove(ctx context.Context, cons jetstream.Consumer, order *or
 	order.restart(info)
 }
 
-// filters derives the JetStream filter subjects from the subscriptions table.
+// filters derives one JetStream filter subject per subscription, leaving out a filter another
+// one covers (a named origin under an any-origin subscription of the type, a named tenant under
+// an every-tenant one), so no message reaches two consumers.
 func (in *Inbox) filters(ctx context.Context) ([]string, error) {
 	subs, err := store.Subscriptions(ctx, in.Pool)
 	if err != nil {
 		return nil, err
 	}
+	covers := func(a, b store.Subscription) bool { // a covers b
+		return a.EventType == b.EventType && (a.Origin == "*" || a.Origin == b.Origin) &&
+			(a.AllTenants || (!b.AllTenants && a.Tenant == b.Tenant))
+	}
 	var out []string
-	for _, sub := range subs {
-		out = append(out, wire.EventFilter(sub.Origin, sub.EventType))
+	for i, sub := range subs {
+		covered := false
+		for j, other := range subs {
+			if i != j && covers(other, sub) && (!covers(sub, other) || j < i) {
+				covered = true
+				break
+			}
+		}
+		if covered {
+			continue
+		}
+		if sub.AllTenants {
+			out = append(out, wire.LiveFilter(sub.Origin, "*", sub.EventType))
+		} else {
+			out = append(out, wire.LiveTenantFilter(sub.Origin, sub.Tenant, sub.EventType))
+		}
 	}
 	return out, nil
 }
@@ -246,6 +296,12 @@ func (in *Inbox) checkpoint(ctx context.Context, m jetstream.Msg, ordered bool) 
 	cp, err := wire.DecodeCheckpoint(m.Data())
 	if err != nil {
 		return in.reject(ctx, m, nil, err.Error())
+	}
+	// A checkpoint counts the events of the subject it rides: one naming another (origin,
+	// tenant, type) would verify lanes this subject does not carry (invariant 11).
+	if !wire.SubjectNamesEvent(m.Subject(), cp.Origin, cp.Tenants[0].Tenant, cp.Type) {
+		return in.reject(ctx, m, nil, fmt.Sprintf("checkpoint of origin %q tenant %q type %q rides subject %s, not its own",
+			cp.Origin, cp.Tenants[0].Tenant, cp.Type, m.Subject()))
 	}
 	// Every message before this one in the batch is committed (store), so the proof holds now.
 	if ordered {

@@ -39,7 +39,7 @@ func TestInbox(t *testing.T) {
 	setup := func(t *testing.T) (*inbox.Inbox, *testBundle) {
 		t.Helper()
 		pool := dbtest.NewPool(t, "billing")
-		if err := store.SubscriptionsAdd(ctx, pool, eventTypes); err != nil {
+		if err := store.SubscriptionsAdd(ctx, pool, "", eventTypes, store.AllTenants()); err != nil {
 			t.Fatal(err)
 		}
 		srv := natstest.Start(t)
@@ -71,7 +71,7 @@ func TestInbox(t *testing.T) {
 		testrun.Go(t, "inbox", in.Run)
 		publish(t, b, wire.EventMessage(ordersEvent(1, 1, eventTypes[0])))
 		testrun.WaitFor(t, "the event stored", func() bool { return in.Counts().Stored == 1 })
-		cons, err := b.nats.JS.Consumer(ctx, wire.EventsStream, "streamseal-inbox-billing")
+		cons, err := b.nats.JS.Consumer(ctx, wire.EventsStream, wire.InboxDurable("billing", wire.LiveFilter("*", "*", eventTypes[0])))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -130,7 +130,7 @@ func TestInbox(t *testing.T) {
 		badEvent := wire.EventMessage(ordersEvent(2, 2, eventTypes[0]))
 		badEvent.Header.Set("Streamseal-Event-Id", "not-a-uuid")
 		badEvent.Data = []byte(`{"broken": true}`)
-		badCheckpoint := nats.NewMsg(wire.EventSubject("orders", eventTypes[1]))
+		badCheckpoint := nats.NewMsg(wire.LiveSubject("orders", "acme", eventTypes[1]))
 		badCheckpoint.Header.Set(wire.HdrKind, wire.KindCheckpoint)
 		badCheckpoint.Data = []byte(`{"v":1,"origin":`)
 		publish(t, b, wire.EventMessage(ordersEvent(1, 1, eventTypes[0])), badEvent, badCheckpoint,
@@ -162,6 +162,10 @@ func TestInbox(t *testing.T) {
 		}
 		if len(rejects) != 2 {
 			t.Fatalf("inbox_rejects holds %d rows, want 2: %+v", len(rejects), rejects)
+		}
+		// The two ride different subjects, so different consumers: either may be recorded first.
+		if rejects[0].subject != badEvent.Subject {
+			rejects[0], rejects[1] = rejects[1], rejects[0]
 		}
 		if r := rejects[0]; r.subject != badEvent.Subject || !strings.Contains(r.reason, "Streamseal-Event-Id") ||
 			!strings.Contains(r.headers, "not-a-uuid") || string(r.payload) != `{"broken": true}` {
@@ -299,7 +303,7 @@ func TestInbox(t *testing.T) {
 		}
 		testrun.WaitFor(t, "the events behind the checkpoint stored", func() bool { return len(copiesOf(t, b.pool, "orders")) == 15 })
 		testrun.WaitFor(t, "the checkpoint acknowledged", func() bool {
-			info, err := b.nats.JS.Consumer(ctx, wire.EventsStream, "streamseal-inbox-billing")
+			info, err := b.nats.JS.Consumer(ctx, wire.EventsStream, wire.InboxDurable("billing", wire.LiveFilter("*", "*", eventTypes[0])))
 			if err != nil {
 				return false
 			}
@@ -379,7 +383,8 @@ func TestInbox(t *testing.T) {
 		publish(t, b, cp)
 		// An earlier process took event 1 and died before acknowledging it.
 		cons, err := b.nats.JS.CreateOrUpdateConsumer(ctx, wire.EventsStream, jetstream.ConsumerConfig{
-			Durable: "streamseal-inbox-billing", FilterSubjects: []string{wire.EventFilter("*", eventTypes[0])},
+			Durable:       wire.InboxDurable("billing", wire.LiveFilter("*", "*", eventTypes[0])),
+			FilterSubject: wire.LiveFilter("*", "*", eventTypes[0]),
 			AckPolicy: jetstream.AckExplicitPolicy, AckWait: time.Hour})
 		if err != nil {
 			t.Fatal(err)

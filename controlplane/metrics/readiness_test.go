@@ -29,7 +29,7 @@ type readinessBundle struct {
 func setupReadiness(t *testing.T, grace time.Duration) *readinessBundle {
 	t.Helper()
 	pool := dbtest.NewPool(t, "billing")
-	if err := store.SubscriptionsAdd(context.Background(), pool, []string{"order.placed"}); err != nil {
+	if err := store.SubscriptionsAdd(context.Background(), pool, "", []string{"order.placed"}, store.AllTenants()); err != nil {
 		t.Fatal(err)
 	}
 	e := metrics.New(pool, nil, metrics.Sources{})

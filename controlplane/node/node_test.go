@@ -138,7 +138,7 @@ func TestNode(t *testing.T) {
 	t.Run("RunsAnOriginsLoops", func(t *testing.T) {
 		t.Parallel()
 		n, b := setup(t, "orders", node.Config{}, func(pool *pgxpool.Pool) {
-			if err := store.GrantsAdd(ctx, pool, "billing", []string{placed}); err != nil {
+			if err := store.GrantsAdd(ctx, pool, "billing", []string{placed}, store.AllTenants()); err != nil {
 				t.Fatal(err)
 			}
 		})
@@ -200,7 +200,7 @@ func TestNode(t *testing.T) {
 	t.Run("RunsAConsumersLoops", func(t *testing.T) {
 		t.Parallel()
 		n, b := setup(t, "billing", node.Config{}, func(pool *pgxpool.Pool) {
-			if err := store.SubscriptionsAdd(ctx, pool, []string{placed}); err != nil {
+			if err := store.SubscriptionsAdd(ctx, pool, "", []string{placed}, store.AllTenants()); err != nil {
 				t.Fatal(err)
 			}
 		})

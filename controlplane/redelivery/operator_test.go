@@ -96,7 +96,7 @@ func TestOperator(t *testing.T) {
 		srv := natstest.Start(t)
 
 		ordersPool := dbtest.NewPool(t, "orders")
-		if err := store.GrantsAdd(ctx, ordersPool, "billing", eventTypes[:2]); err != nil {
+		if err := store.GrantsAdd(ctx, ordersPool, "billing", eventTypes[:2], store.AllTenants()); err != nil {
 			t.Fatal(err)
 		}
 		streamOf(t, ordersPool, "s", eventTypes[0], 5, 16)

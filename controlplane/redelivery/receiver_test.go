@@ -358,7 +358,7 @@ func bundleOf(requestID string, stateOnly bool, copies []store.EventCopy) (wire.
 func laneWithRequestedHole(t *testing.T, pool *pgxpool.Pool, srv *natstest.Server) string {
 	t.Helper()
 	ctx := context.Background()
-	if err := store.SubscriptionsAdd(ctx, pool, eventTypes[:1]); err != nil {
+	if err := store.SubscriptionsAdd(ctx, pool, "", eventTypes[:1], store.AllTenants()); err != nil {
 		t.Fatal(err)
 	}
 	copies := ordersCopies("s", 1, 5)

@@ -137,7 +137,7 @@ func (s *Server) hold(ctx context.Context, id uuid.UUID, requester string, req w
 		return err
 	}
 	limits := WithDefaults(s.Limits)
-	held, err := store.DestructionHoldPlace(ctx, s.Pool, id, requester, selection(req), limits.HoldLimit, limits.MaxEventsPerRequest)
+	held, err := store.DestructionHoldPlace(ctx, s.Pool, id, requester, selection(requester, req), limits.HoldLimit, limits.MaxEventsPerRequest)
 	if errors.Is(err, store.ErrInvalidInput) {
 		return nil // the build refuses it with the reason
 	}
@@ -278,7 +278,7 @@ func (s *Server) build(ctx context.Context, requester string, req wire.Redeliver
 	start := time.Now()
 	summary := wire.RedeliverySummary{RequestID: req.RequestID, Origin: s.Service}
 	b := &bundler{server: s, ctx: ctx, requester: requester, req: req}
-	sel := selection(req)
+	sel := selection(requester, req)
 	var after store.RedeliveryCursor
 	if req.After != nil {
 		after = store.RedeliveryCursor{AfterStream: &req.After.Stream, AfterVersion: &req.After.Version}
@@ -338,15 +338,18 @@ func (s *Server) build(ctx context.Context, requester string, req wire.Redeliver
 	return nil
 }
 
-// authorize returns a refusal reason, or "" when the requester may receive everything it asks.
+// authorize returns a refusal reason, or "" when the requester may receive everything it asks:
+// every (tenant, type) pair a request names must be granted (invariant 11), or nothing is
+// shipped. A request naming no tenant is served its granted tenants only (the selection filters
+// by the requester's grants in SQL either way).
 func (s *Server) authorize(ctx context.Context, requester string, req wire.RedeliveryRequest) (string, error) {
-	if len(req.Tenants) == 0 {
-		return "the request names no tenant", nil
-	}
 	if len(req.Types) == 0 {
 		return "the request names no event type", nil
 	}
-	ungranted, err := store.UngrantedTypes(ctx, s.Pool, requester, req.Types)
+	if len(req.Tenants) == 0 {
+		return "", nil
+	}
+	ungranted, err := store.UngrantedPairs(ctx, s.Pool, requester, req.Types, req.Tenants)
 	if errors.Is(err, store.ErrInvalidInput) {
 		return err.Error(), nil
 	}
@@ -354,7 +357,11 @@ func (s *Server) authorize(ctx context.Context, requester string, req wire.Redel
 		return "", err
 	}
 	if len(ungranted) > 0 {
-		return fmt.Sprintf("%s is not granted event types %s", requester, strings.Join(ungranted, ", ")), nil
+		pairs := make([]string, len(ungranted))
+		for i, p := range ungranted {
+			pairs[i] = fmt.Sprintf("%q/%s", p.Tenant, p.EventType)
+		}
+		return fmt.Sprintf("%s is not granted tenant/type %s", requester, strings.Join(pairs, ", ")), nil
 	}
 	return "", nil
 }
@@ -365,10 +372,11 @@ func (s *Server) refuse(requester string, req wire.RedeliveryRequest, reason str
 		"reason", reason, "tenants", req.Tenants, "types", req.Types)
 }
 
-// selection is the store's view of a request's filters.
-func selection(req wire.RedeliveryRequest) store.RedeliverySelection {
+// selection is the store's view of a request's filters, for requester: SQL selects only the
+// pairs requester is granted.
+func selection(requester string, req wire.RedeliveryRequest) store.RedeliverySelection {
 	return store.RedeliverySelection{Tenants: req.Tenants, EventTypes: req.Types, Streams: req.Streams,
-		FromSeq: req.FromSeq, ToSeq: req.ToSeq, TypeSeqRanges: req.TypeSeqRanges}
+		FromSeq: req.FromSeq, ToSeq: req.ToSeq, TypeSeqRanges: req.TypeSeqRanges, Requester: requester}
 }
 
 // unservable asks SQL which requested sequences cannot be served; only a request naming a

@@ -37,7 +37,7 @@ func TestServer(t *testing.T) {
 	setup := func(t *testing.T) (*redelivery.Server, *testBundle) {
 		t.Helper()
 		pool := dbtest.NewPool(t, "orders")
-		if err := store.GrantsAdd(ctx, pool, "billing", eventTypes[:2]); err != nil {
+		if err := store.GrantsAdd(ctx, pool, "billing", eventTypes[:2], store.AllTenants()); err != nil {
 			t.Fatal(err)
 		}
 		srv := natstest.Start(t)
@@ -182,9 +182,52 @@ func TestServer(t *testing.T) {
 		}
 	})
 
-	// Invariant 11 (isolation) and 13 (no wedge): a request naming an ungranted type, no tenant
-	// or no type, or one that does not decode, is refused and nothing at all is sent to the
-	// requester; the next good request is served as usual.
+	// Invariant 11 (isolation): billing is granted order.shipped of tenant acme only. Asking for
+	// globex is refused and nothing at all is sent; a request naming no tenant ships acme's
+	// events and never globex's.
+	t.Run("ATenantNotGrantedIsRefusedAndNamingNoTenantShipsOnlyTheGrantedOnes", func(t *testing.T) {
+		t.Parallel()
+		s, b := setup(t)
+		if err := store.GrantsAdd(ctx, b.pool, "billing", eventTypes[2:], store.Tenants("acme")); err != nil {
+			t.Fatal(err)
+		}
+		var events []store.NewEvent
+		for v := int64(1); v <= 5; v++ {
+			events = append(events, ownEvent("a", v, eventTypes[2], payload(int(v), 20)))
+			globex := ownEvent("g", v, eventTypes[2], payload(int(v), 20))
+			globex.Tenant = "globex"
+			events = append(events, globex)
+		}
+		appendStamped(t, b.pool, events...)
+		start(t, s, b)
+		from, to := seqRange(1, 1<<40)
+		ask(t, b, wire.RedeliveryRequest{Tenants: []string{"globex"}, Types: eventTypes[2:], FromSeq: from, ToSeq: to, MaxEvents: 100})
+		ask(t, b, wire.RedeliveryRequest{Tenants: []string{"acme", "globex"}, Types: eventTypes[2:], FromSeq: from, ToSeq: to, MaxEvents: 100})
+		testrun.WaitFor(t, "both requests naming globex refused", func() bool { _, refused, _ := s.Counts(); return refused == 2 })
+		if n := b.nats.Count(t, wire.ControlStream, wire.ControlSubject("billing")); n != 0 {
+			t.Fatalf("the origin sent %d messages to billing for requests naming globex, want none", n)
+		}
+
+		a := awaitAnswer(t, b.answers, ask(t, b, wire.RedeliveryRequest{Types: eventTypes[2:], FromSeq: from, ToSeq: to, MaxEvents: 100}))
+		if a.summary.Shipped != 5 {
+			t.Fatalf("a request naming no tenant shipped %d, want acme's 5", a.summary.Shipped)
+		}
+		for i := range a.bundles {
+			copies, err := redelivery.Unbundle(a.envelopes[i], a.attachments[i])
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, c := range copies {
+				if c.Tenant != "acme" {
+					t.Fatalf("shipped an event of tenant %q to a service granted acme only", c.Tenant)
+				}
+			}
+		}
+	})
+
+	// Invariant 11 (isolation) and 13 (no wedge): a request naming an ungranted type or no type,
+	// or one that does not decode, is refused and nothing at all is sent to the requester; the
+	// next good request is served as usual.
 	t.Run("RefusesAnUngrantedTypeAndShipsNothing", func(t *testing.T) {
 		t.Parallel()
 		s, b := setup(t)
@@ -193,7 +236,6 @@ func TestServer(t *testing.T) {
 		start(t, s, b)
 		from, to := seqRange(1, 1<<40)
 		ask(t, b, wire.RedeliveryRequest{Tenants: acme, Types: []string{eventTypes[0], eventTypes[2]}, FromSeq: from, ToSeq: to, MaxEvents: 100})
-		ask(t, b, wire.RedeliveryRequest{Types: eventTypes[:1], FromSeq: from, ToSeq: to, MaxEvents: 100})
 		ask(t, b, wire.RedeliveryRequest{Tenants: acme, FromSeq: from, ToSeq: to, MaxEvents: 100})
 		malformed, err := wire.NewEnvelope(wire.KindRedeliveryRequest, "billing", "orders",
 			map[string]any{"request_id": "m", "tenants": acme, "types": eventTypes[:1], "max_events": 1, "everything": true})
@@ -203,7 +245,7 @@ func TestServer(t *testing.T) {
 		if err := wire.Publish(ctx, b.billing, malformed, nil); err != nil {
 			t.Fatal(err)
 		}
-		testrun.WaitFor(t, "four refusals", func() bool { _, refused, _ := s.Counts(); return refused == 4 })
+		testrun.WaitFor(t, "three refusals", func() bool { _, refused, _ := s.Counts(); return refused == 3 })
 		if n := b.nats.Count(t, wire.ControlStream, wire.ControlSubject("billing")); n != 0 {
 			t.Fatalf("the origin sent %d messages to billing for refused requests, want none", n)
 		}
@@ -215,8 +257,8 @@ func TestServer(t *testing.T) {
 		if n := b.nats.Count(t, wire.ControlStream, wire.ControlSubject("billing")); n != uint64(good.summary.Bundles+1) {
 			t.Fatalf("billing's inbox holds %d messages, want only the good request's %d bundles and its summary", n, good.summary.Bundles)
 		}
-		if received, refused, shipped := s.Counts(); received != 4 || refused != 4 || shipped != 5 {
-			t.Fatalf("counts: received %d, refused %d, shipped %d; want 4 decoded requests, 4 refusals, 5 shipped", received, refused, shipped)
+		if received, refused, shipped := s.Counts(); received != 3 || refused != 3 || shipped != 5 {
+			t.Fatalf("counts: received %d, refused %d, shipped %d; want 3 decoded requests, 3 refusals, 5 shipped", received, refused, shipped)
 		}
 	})
 

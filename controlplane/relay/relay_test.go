@@ -106,8 +106,8 @@ func TestRelay(t *testing.T) {
 				e.EventType != w.EventType || !bytes.Equal(e.Payload, w.Payload) || !bytes.Equal(e.Metadata, w.Metadata) {
 				t.Fatalf("message %d is %+v, want the store's %+v (origin_seq order, identity intact)", i, e, w)
 			}
-			if m.Subject != wire.EventSubject("orders", w.EventType) {
-				t.Fatalf("message %d on %s, want its type's subject %s", i, m.Subject, wire.EventSubject("orders", w.EventType))
+			if m.Subject != wire.LiveSubject("orders", w.Tenant, w.EventType) {
+				t.Fatalf("message %d on %s, want its (tenant, type) subject %s", i, m.Subject, wire.LiveSubject("orders", w.Tenant, w.EventType))
 			}
 			if id := m.Header.Get(nats.MsgIdHdr); id != "orders:"+strconv.Itoa(i+1) {
 				t.Fatalf("message %d has message id %q, want orders:%d", i, id, i+1)

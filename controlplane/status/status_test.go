@@ -39,7 +39,7 @@ func TestStatus(t *testing.T) {
 	setup := func(t *testing.T) *testBundle {
 		t.Helper()
 		pool := dbtest.NewPool(t, "billing")
-		if err := store.SubscriptionsAdd(ctx, pool, []string{placed}); err != nil {
+		if err := store.SubscriptionsAdd(ctx, pool, "", []string{placed}, store.AllTenants()); err != nil {
 			t.Fatal(err)
 		}
 		return &testBundle{pool: pool}

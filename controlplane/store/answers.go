@@ -27,10 +27,23 @@ type TypeAnswer struct {
 // TypeDigests answers lane's window [from, to) (streamseal.type_digests). settle applies to
 // received lanes: rows stored within it lie beyond the watermark.
 func TypeDigests(ctx context.Context, db Querier, lane string, from, to int64, settle time.Duration) (TypeAnswer, error) {
-	var answer TypeAnswer
 	rows, err := db.Query(ctx, `
 		select tenant, event_type, x0, x1, n, watermark
 		from streamseal.type_digests($1, $2, $3, make_interval(secs => $4))`, lane, from, to, settle.Seconds())
+	return typeAnswer(rows, err)
+}
+
+// AnswerTypeDigests is TypeDigests of this origin's own lane as answered to requester: only the
+// (tenant, type) pairs it is granted (streamseal.answer_type_digests, invariant 11).
+func AnswerTypeDigests(ctx context.Context, db Querier, requester, lane string, from, to int64) (TypeAnswer, error) {
+	rows, err := db.Query(ctx, `
+		select tenant, event_type, x0, x1, n, watermark
+		from streamseal.answer_type_digests($1, $2, $3, $4)`, requester, lane, from, to)
+	return typeAnswer(rows, err)
+}
+
+func typeAnswer(rows pgx.Rows, err error) (TypeAnswer, error) {
+	var answer TypeAnswer
 	if err != nil {
 		return TypeAnswer{}, classify("type digests", err)
 	}
@@ -74,6 +87,21 @@ func StreamDigestsPage(ctx context.Context, db Querier, lane string, eventTypes 
 	rows, err := db.Query(ctx, `
 		select stream_id, tenant, event_type, x0, x1, n, watermark, resume_after
 		from streamseal.stream_digests_page($1, $2, $3, $4, $5, $6)`, lane, eventTypes, from, to, textOrNull(afterStream), max)
+	return streamPage(rows, err)
+}
+
+// AnswerStreamDigestsPage is StreamDigestsPage as answered to requester: the same page and
+// cursor holding only the (tenant, type) buckets it is granted
+// (streamseal.answer_stream_digests_page, invariant 11).
+func AnswerStreamDigestsPage(ctx context.Context, db Querier, requester, lane string, eventTypes []string, from, to int64, afterStream string, max int) (StreamPage, error) {
+	rows, err := db.Query(ctx, `
+		select stream_id, tenant, event_type, x0, x1, n, watermark, resume_after
+		from streamseal.answer_stream_digests_page($1, $2, $3, $4, $5, $6, $7)`,
+		requester, lane, eventTypes, from, to, textOrNull(afterStream), max)
+	return streamPage(rows, err)
+}
+
+func streamPage(rows pgx.Rows, err error) (StreamPage, error) {
 	if err != nil {
 		return StreamPage{}, classify("stream digests page", err)
 	}
@@ -107,9 +135,14 @@ type StreamClose struct {
 	BelowVersion int64  `json:"below_version"`
 }
 
-// StreamCloses lists this origin's close-the-books floors by tenant and stream.
-func StreamCloses(ctx context.Context, db Querier) ([]StreamClose, error) {
-	rows, err := db.Query(ctx, "select tenant, stream_id, below_version from streamseal.stream_closes order by 1, 2")
+// StreamCloses lists this origin's close-the-books floors by tenant and stream, of the tenants
+// requester is granted any type of ("": every tenant, the origin's own view).
+func StreamCloses(ctx context.Context, db Querier, requester string) ([]StreamClose, error) {
+	rows, err := db.Query(ctx, `
+		select c.tenant, c.stream_id, c.below_version from streamseal.stream_closes c
+		where $1::text is null or exists (
+		    select from streamseal.grants g where g.service = $1 and (g.all_tenants or g.tenant = c.tenant))
+		order by 1, 2`, textOrNull(requester))
 	if err != nil {
 		return nil, classify("read stream closes", err)
 	}

@@ -31,7 +31,7 @@ func TypeDigestsCompare(ctx context.Context, db Querier, c TypeComparison) ([]st
 	}
 	rows, err := db.Query(ctx, `
 		select distinct event_type
-		from streamseal.compare_type_digests($1, $2, $3, $4, $5, $6, $7, $8, $9, make_interval(secs => $10))
+		from streamseal.compare_type_digests($1, $2, $3, $4, $5, $6, $7, $8, $9, make_interval(secs => $10), subscribed_tenants_only => true)
 		order by 1`, c.Origin, c.From, c.To, tenants, types, x0s, x1s, ns, c.Consumed, c.Settle.Seconds())
 	if err != nil {
 		return nil, classify("compare type digests", err)
@@ -88,7 +88,7 @@ func StreamDigestsCompare(ctx context.Context, db Querier, c StreamComparison) (
 	}
 	rows, err := db.Query(ctx, `
 		select stream_id, tenant, event_type, local_x0, local_x1, local_n, origin_x0, origin_x1, origin_n, reason, skipped
-		from streamseal.compare_stream_digests($1, $2, $3, $4, $5, $6, $7, $8, $9, make_interval(secs => $10), $11, $12)
+		from streamseal.compare_stream_digests($1, $2, $3, $4, $5, $6, $7, $8, $9, make_interval(secs => $10), $11, $12, subscribed_tenants_only => true)
 		where event_type = any($13)`,
 		c.Origin, c.From, c.To, streams, tenants, eventTypes, x0s, x1s, ns, c.Settle.Seconds(),
 		textOrNull(c.After), textOrNull(c.Through), c.Types)

@@ -16,6 +16,9 @@ type RedeliverySelection struct {
 	Streams             []string
 	FromSeq, ToSeq      *int64     // origin_seq window [from, to)
 	TypeSeqRanges       [][2]int64 // type_seq ranges
+	// Requester, when set, is the service the selection is for: only the (tenant, type) pairs
+	// it is granted are selected, and nil Tenants then means its granted tenants (invariant 11).
+	Requester string
 }
 
 // RedeliveryCursor continues a selection strictly after (stream, version); nil fields start it.
@@ -34,9 +37,9 @@ func RedeliveryPage(ctx context.Context, db Querier, origin string, sel Redelive
 		from streamseal.select_redelivery(
 		    tenants => $1, event_types => $2, streams => $3, from_seq => $4, to_seq => $5,
 		    type_seq_ranges => $6::int8multirange, after_stream => $7, after_version => $8,
-		    max_events => $9, cap => $10)`,
-		sel.Tenants, sel.EventTypes, textsOrNull(sel.Streams), sel.FromSeq, sel.ToSeq, multirangeOrNull(sel.TypeSeqRanges),
-		after.AfterStream, after.AfterVersion, max, cap)
+		    max_events => $9, cap => $10, requester => $11)`,
+		textsOrNull(sel.Tenants), sel.EventTypes, textsOrNull(sel.Streams), sel.FromSeq, sel.ToSeq, multirangeOrNull(sel.TypeSeqRanges),
+		after.AfterStream, after.AfterVersion, max, cap, textOrNull(sel.Requester))
 	if err != nil {
 		return nil, classify("select redelivery page", err)
 	}
@@ -64,8 +67,8 @@ func RedeliveryUnservable(ctx context.Context, db Querier, sel RedeliverySelecti
 	rows, err := db.Query(ctx, `
 		select coalesce(tenant, ''), coalesce(event_type, ''), reason, `+rangesSQL("type_seqs")+`, `+rangesSQL("origin_seqs")+`
 		from streamseal.redelivery_unservable(tenants => $1, event_types => $2, from_seq => $3, to_seq => $4,
-		                                      type_seq_ranges => $5::int8multirange)`,
-		sel.Tenants, sel.EventTypes, sel.FromSeq, sel.ToSeq, multirangeOrNull(sel.TypeSeqRanges))
+		                                      type_seq_ranges => $5::int8multirange, requester => $6)`,
+		textsOrNull(sel.Tenants), sel.EventTypes, sel.FromSeq, sel.ToSeq, multirangeOrNull(sel.TypeSeqRanges), textOrNull(sel.Requester))
 	if err != nil {
 		return nil, classify("find unservable sequences", err)
 	}

@@ -10,13 +10,15 @@ import (
 )
 
 // HdrKind marks a message on an event subject that is not an event. Checkpoints ride the origin's
-// event subjects (one per type) so a checkpoint proves the path the events take.
+// event subjects (one per (tenant, type)) so a checkpoint proves the path the events take, and a
+// consumer subscribed to some tenants receives only their checkpoints (invariant 11).
 const (
 	HdrKind        = "Streamseal-Kind"
 	KindCheckpoint = "checkpoint"
 )
 
-// Checkpoint says what an origin emitted of one event type in the origin_seq window [From, To).
+// Checkpoint says what an origin emitted of one (tenant, event type) in the origin_seq window
+// [From, To): Tenants holds exactly one tenant, the one its subject names.
 type Checkpoint struct {
 	V          int                `json:"v"`
 	Origin     string             `json:"origin"`
@@ -40,14 +42,17 @@ type CheckpointTenant struct {
 	AtMostOnce [][2]int64 `json:"at_most_once,omitempty"`
 }
 
-// CheckpointMessage builds the message for cp on its type's event subject.
+// CheckpointMessage builds the message for cp on the event subject of its one (tenant, type).
 func CheckpointMessage(cp Checkpoint) (*nats.Msg, error) {
 	cp.V = Version
+	if len(cp.Tenants) != 1 {
+		return nil, fmt.Errorf("encode checkpoint: a checkpoint covers one tenant's subject, got %d tenants", len(cp.Tenants))
+	}
 	data, err := json.Marshal(cp)
 	if err != nil {
 		return nil, fmt.Errorf("encode checkpoint: %w", err)
 	}
-	m := nats.NewMsg(EventSubject(cp.Origin, cp.Type))
+	m := nats.NewMsg(LiveSubject(cp.Origin, cp.Tenants[0].Tenant, cp.Type))
 	m.Header.Set(HdrKind, KindCheckpoint)
 	m.Data = data
 	return m, nil
@@ -71,6 +76,8 @@ func DecodeCheckpoint(data []byte) (Checkpoint, error) {
 		return Checkpoint{}, fmt.Errorf("checkpoint lacks origin, control address, type or interval")
 	case cp.From < 0 || cp.To < cp.From:
 		return Checkpoint{}, fmt.Errorf("checkpoint window [%d, %d) is invalid", cp.From, cp.To)
+	case len(cp.Tenants) != 1:
+		return Checkpoint{}, fmt.Errorf("checkpoint names %d tenants: one checkpoint covers one (tenant, type) subject", len(cp.Tenants))
 	}
 	return cp, nil
 }

@@ -31,7 +31,7 @@ const (
 // EventMessage builds the JetStream message for one stamped own event. Its Nats-Msg-Id is
 // origin:origin_seq, so a relay re-publishing after a crash is deduplicated by JetStream.
 func EventMessage(e store.EventCopy) *nats.Msg {
-	m := nats.NewMsg(EventSubject(e.Origin, e.EventType))
+	m := nats.NewMsg(LiveSubject(e.Origin, e.Tenant, e.EventType))
 	m.Data = e.Payload
 	h := m.Header
 	h.Set(nats.MsgIdHdr, e.Origin+":"+strconv.FormatInt(e.OriginSeq, 10))
@@ -120,12 +120,12 @@ func DecodeEvent(header nats.Header, data []byte) (store.EventCopy, error) {
 const eventHeaderFixedBytes = 1024
 
 // EventOverheadBytes bounds what an event message carries beside its payload, given the limits
-// the door enforces: headers whose tenant, stream id, type (and the subject's type token) may
-// triple in size when escaped, metadata likewise. The broker's max_payload counts headers and
+// the door enforces: headers whose tenant, stream id, type (and the subject's tenant and type
+// tokens) may triple in size when escaped, metadata likewise. The broker's max_payload counts headers and
 // payload together, so a payload limit above max_payload minus this could be stored and never
 // published.
 func EventOverheadBytes(maxIDBytes, maxMetadataBytes int) int {
-	return eventHeaderFixedBytes + 3*(4*maxIDBytes+maxMetadataBytes)
+	return eventHeaderFixedBytes + 3*(5*maxIDBytes+maxMetadataBytes)
 }
 
 // CheckPayloadLimit refuses a payload limit the broker (its max_payload) could not carry once the

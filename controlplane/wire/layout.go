@@ -50,6 +50,22 @@ func LiveFilter(origin, tenant, eventType string) string {
 	return eventsPrefix + origin + "." + tenantToken + "." + TypeToken(eventType)
 }
 
+// LiveTenantFilter is the filter for eventType of exactly tenant from origin ("" or "*": any
+// origin). Unlike LiveFilter, every tenant is literal here, "" (the single-tenant service's
+// tenant) and "*" included: it is what a subscription to named tenants consumes, so a
+// subscription to tenant "" or "*" never widens to every tenant (invariant 11).
+func LiveTenantFilter(origin, tenant, eventType string) string {
+	if origin == "" {
+		origin = "*"
+	}
+	return eventsPrefix + origin + "." + TenantToken(tenant) + "." + TypeToken(eventType)
+}
+
+// SubjectNamesEvent reports whether subject is the subject an event of (origin, tenant, type) rides.
+func SubjectNamesEvent(subject, origin, tenant, eventType string) bool {
+	return subject == LiveSubject(origin, tenant, eventType)
+}
+
 // EventSender returns the origin an event subject names (its third token).
 func EventSender(subject string) (string, bool) {
 	rest, ok := strings.CutPrefix(subject, eventsPrefix)

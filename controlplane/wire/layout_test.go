@@ -77,3 +77,27 @@ func TestLayoutDurablesAreLegalAndDistinct(t *testing.T) {
 		}
 	}
 }
+
+// Invariant 11 (isolation): a named-tenant filter is literal for every tenant, the empty
+// single-tenant one and "*" included, so subscribing to tenant "" or "*" never widens to every
+// tenant; and an event's subject names exactly its (origin, tenant, type).
+func TestLayoutTenantFiltersAreLiteral_Invariant11(t *testing.T) {
+	for _, tenant := range []string{"", "*", ">", "acme"} {
+		if got, want := LiveTenantFilter("orders", tenant, "order.placed"), LiveSubject("orders", tenant, "order.placed"); got != want {
+			t.Errorf("LiveTenantFilter for tenant %q = %q, want its subject %q", tenant, got, want)
+		}
+	}
+	if got := LiveTenantFilter("", "acme", "t"); got != "streamseal.evt.*.acme.t" {
+		t.Errorf("any-origin one-tenant filter = %q", got)
+	}
+	subject := LiveSubject("orders", "acme", "order.placed")
+	if !SubjectNamesEvent(subject, "orders", "acme", "order.placed") {
+		t.Error("an event's own subject does not name it")
+	}
+	for _, other := range [][3]string{{"billing", "acme", "order.placed"}, {"orders", "globex", "order.placed"},
+		{"orders", "acme", "order.paid"}, {"orders", "", "order.placed"}} {
+		if SubjectNamesEvent(subject, other[0], other[1], other[2]) {
+			t.Errorf("subject %s claims to name %v", subject, other)
+		}
+	}
+}

@@ -9,8 +9,9 @@ import (
 // Redelivery bodies. Ranges are half-open [lo, hi) pairs.
 
 // RedeliveryRequest asks an origin to re-deliver part of its own lane to the sender. Filters are
-// conjunctive; Tenants and Types must be named (an origin serves only what a request names and
-// the requester is granted).
+// conjunctive; Types must be named; Tenants are named (every named (tenant, type) pair must be
+// granted, or nothing is shipped) or omitted, which asks for the tenants the requester is
+// granted, never every tenant (invariant 11).
 type RedeliveryRequest struct {
 	RequestID     string     `json:"request_id"`
 	Tenants       []string   `json:"tenants"`

@@ -14,19 +14,6 @@ const (
 	BroadcastInbox = "_all"
 )
 
-// EventSubject is where origin publishes events of eventType: streamseal.evt.<origin>.<token>.
-func EventSubject(origin, eventType string) string {
-	return eventsPrefix + origin + "." + TypeToken(eventType)
-}
-
-// EventFilter is the inbox filter for eventType from origin ("*" or "" for any origin).
-func EventFilter(origin, eventType string) string {
-	if origin == "" {
-		origin = "*"
-	}
-	return eventsPrefix + origin + "." + TypeToken(eventType)
-}
-
 // ControlSubject is service's directed inbox; BroadcastInbox names the broadcast one.
 func ControlSubject(service string) string { return controlPrefix + service }
 

@@ -476,16 +476,26 @@ func duplicatesAndReorder(ctx context.Context, w *World, size Size, f *Figures) 
 			}
 		}
 	}
-	cons, err := js.Consumer(ctx, wire.EventsStream, "streamseal-inbox-"+consumerName)
-	if err != nil {
-		return err
+	// The consumer subscribes every tenant of each type from any origin: one durable per type.
+	var consumers []jetstream.Consumer
+	for _, eventType := range wl.Types {
+		cons, err := js.Consumer(ctx, wire.EventsStream, wire.InboxDurable(consumerName, wire.LiveFilter("*", "*", eventType)))
+		if err != nil {
+			return err
+		}
+		consumers = append(consumers, cons)
 	}
 	if err := Until(ctx, "the consumer's inbox took every re-published delivery", func() (bool, error) {
-		info, err := cons.Info(ctx)
-		if err != nil {
-			return false, err
+		for _, cons := range consumers {
+			info, err := cons.Info(ctx)
+			if err != nil {
+				return false, err
+			}
+			if info.NumPending != 0 || info.NumAckPending != 0 {
+				return false, nil
+			}
 		}
-		return info.NumPending == 0 && info.NumAckPending == 0, nil
+		return true, nil
 	}); err != nil {
 		return err
 	}

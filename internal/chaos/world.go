@@ -134,7 +134,7 @@ func (w *World) StartService(ctx context.Context, spec ServiceSpec) (*Service, e
 		args = append(args, "--consumes", strings.Join(spec.Consumes, ","))
 	}
 	for grantee, types := range spec.Grants {
-		args = append(args, "--grant", grantee+"="+strings.Join(types, ","))
+		args = append(args, "--grant-all-tenants", grantee+"="+strings.Join(types, ","))
 	}
 	args = append(args, spec.Args...)
 	s.Run = &Process{Name: spec.Name, Bin: w.Bins.Streamseal, Args: args, LogPath: filepath.Join(w.Dir, spec.Name+".log"),

@@ -160,6 +160,9 @@ func (h *Harness) Close() {
 type Options struct {
 	Consumes []string // event types subscribed to, from any origin
 	Grants   map[string][]string
+	// Tenants, when set, scopes Consumes and Grants to these tenants; unset, both cover every
+	// tenant (said explicitly: store.AllTenants).
+	Tenants  []string
 	Suppress inbox.Suppress // fault injection at the inbox's receive seam
 	Limits   redelivery.Limits
 	Settings config.Config // zero: defaults with a slow checkpoint, so tests that do not
@@ -267,13 +270,17 @@ func configureDatabase(ctx context.Context, pool *pgxpool.Pool, name string, opt
 	if err := store.ServiceNameSet(ctx, pool, name); err != nil {
 		return err
 	}
+	scope := store.AllTenants()
+	if len(opts.Tenants) > 0 {
+		scope = store.Tenants(opts.Tenants...)
+	}
 	if len(opts.Consumes) > 0 {
-		if _, err := pool.Exec(ctx, "select streamseal.subscribe($1)", opts.Consumes); err != nil {
+		if err := store.SubscriptionsAdd(ctx, pool, "", opts.Consumes, scope); err != nil {
 			return fmt.Errorf("subscribe %s: %w", name, err)
 		}
 	}
 	for service, types := range opts.Grants {
-		if _, err := pool.Exec(ctx, "select streamseal.grant_redelivery($1, $2)", service, types); err != nil {
+		if err := store.GrantsAdd(ctx, pool, service, types, scope); err != nil {
 			return fmt.Errorf("grant %s to %s: %w", types, service, err)
 		}
 	}

@@ -21,7 +21,7 @@ func TestInbox_RecordsWhatItCannotStoreAndGoesOn(t *testing.T) {
 
 	appendOrders(t, orders, 10, 2)
 	waitFor(t, "the first events stored", services, func() bool { return countFrom(t, billing.Pool, "orders") == 10 })
-	bad := nats.NewMsg(wire.EventSubject("orders", eventTypes[0]))
+	bad := nats.NewMsg(wire.LiveSubject("orders", "acme", eventTypes[0]))
 	bad.Header.Set("Streamseal-Event-Id", "not-a-uuid")
 	bad.Data = []byte(`{"broken":true}`)
 	if _, err := orders.JS.PublishMsg(context.Background(), bad); err != nil {

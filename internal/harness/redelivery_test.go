@@ -12,13 +12,14 @@ import (
 	"github.com/streamseal/streamseal/internal/harness"
 )
 
-// Invariant 11 (isolation): a request for an ungranted type, or naming no tenant, is refused
-// and nothing is sent. Witness without sleeping: the origin builds requests in order, so once
-// a later, valid request's summary has arrived, the refused ones were handled before it.
-func TestRedelivery_RefusesUngrantedTypesAndUnnamedTenants(t *testing.T) {
+// Invariant 11 (isolation): billing is granted two types of tenant acme. A request for an
+// ungranted type, or for tenant globex, is refused and nothing is sent. Witness without sleeping:
+// the origin builds requests in order, so once a later, valid request's summary has arrived, the
+// refused ones were handled before it.
+func TestRedelivery_RefusesUngrantedTypesAndTenants(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t)
-	orders := start(t, h, "orders", harness.Options{Grants: map[string][]string{"billing": eventTypes[:2]}}, nil)
+	orders := start(t, h, "orders", harness.Options{Grants: map[string][]string{"billing": eventTypes[:2]}, Tenants: []string{"acme"}}, nil)
 	var got summaries
 	billing := start(t, h, "billing", harness.Options{Consumes: eventTypes[:2]}, func(s *harness.Service) {
 		s.Repair.OnSummary = got.record
@@ -32,14 +33,15 @@ func TestRedelivery_RefusesUngrantedTypesAndUnnamedTenants(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	noTenant, err := requestFrom(billing, "orders", wire.RedeliveryRequest{Types: eventTypes[:1], FromSeq: &from, ToSeq: &to, MaxEvents: 100})
+	globex, err := requestFrom(billing, "orders", wire.RedeliveryRequest{Tenants: []string{"globex"}, Types: eventTypes[:1],
+		FromSeq: &from, ToSeq: &to, MaxEvents: 100})
 	if err != nil {
 		t.Fatal(err)
 	}
 	valid := requestAll(t, billing, "orders", eventTypes[:2])
 	waitFor(t, "the valid request's summary", services, func() bool { _, ok := got.get(valid); return ok })
 
-	for _, id := range []string{ungranted, noTenant} {
+	for _, id := range []string{ungranted, globex} {
 		if _, ok := got.get(id); ok {
 			t.Fatalf("refused request %s got a summary", id)
 		}

@@ -220,3 +220,73 @@ begin
     order by 1, 2, 3;
 end
 $$;
+
+-- answer_type_digests is type_digests as answered to requester (the manifest server's
+-- type-level answer): only the (tenant, event_type) pairs requester is granted (grants.sql), so
+-- an audit never learns or compares another tenant's digests (invariant 11). A window holding
+-- nothing granted answers the watermark-only row, as a quiet window does.
+create function streamseal.answer_type_digests(requester text, lane text, from_seq bigint, to_seq bigint,
+                                               settle interval default interval '0')
+returns table (tenant text, event_type text, x0 bigint, x1 bigint, n bigint, watermark bigint)
+language plpgsql
+stable
+set search_path = pg_catalog, pg_temp
+set jit = off
+set plan_cache_mode = force_custom_plan
+as $$
+#variable_conflict use_column
+begin
+    return query
+    with answer as materialized (
+        select d.tenant, d.event_type, d.x0, d.x1, d.n, d.watermark
+        from streamseal.type_digests(answer_type_digests.lane, answer_type_digests.from_seq,
+                                     answer_type_digests.to_seq, answer_type_digests.settle) d
+    ), granted as (
+        select a.tenant, a.event_type, a.x0, a.x1, a.n, a.watermark
+        from answer a
+        where a.event_type is not null and streamseal._granted(answer_type_digests.requester, a.tenant, a.event_type)
+    )
+    select g.tenant, g.event_type, g.x0, g.x1, g.n, g.watermark from granted g
+    union all
+    select null, null, 0::bigint, 0::bigint, 0::bigint, (select pg_catalog.max(a.watermark) from answer a)
+    where not exists (select from granted)
+    order by 1, 2;
+end
+$$;
+
+-- answer_stream_digests_page is stream_digests_page as answered to requester: the same page
+-- and cursor, holding only the (tenant, event_type) buckets requester is granted. A page left
+-- with nothing granted is the one row with a null stream_id carrying the watermark and cursor.
+create function streamseal.answer_stream_digests_page(
+    requester text, lane text, types text[], from_seq bigint, to_seq bigint, after_stream text, max_buckets integer,
+    settle interval default interval '0')
+returns table (stream_id text, tenant text, event_type text, x0 bigint, x1 bigint, n bigint,
+               watermark bigint, resume_after text)
+language plpgsql
+stable
+set search_path = pg_catalog, pg_temp
+set jit = off
+set plan_cache_mode = force_custom_plan
+as $$
+#variable_conflict use_column
+begin
+    return query
+    with page as materialized (
+        select p.stream_id, p.tenant, p.event_type, p.x0, p.x1, p.n, p.watermark, p.resume_after
+        from streamseal.stream_digests_page(answer_stream_digests_page.lane, answer_stream_digests_page.types,
+                                            answer_stream_digests_page.from_seq, answer_stream_digests_page.to_seq,
+                                            answer_stream_digests_page.after_stream, answer_stream_digests_page.max_buckets,
+                                            answer_stream_digests_page.settle) p
+    ), granted as (
+        select p.* from page p
+        where p.stream_id is not null
+          and streamseal._granted(answer_stream_digests_page.requester, p.tenant, p.event_type)
+    )
+    select g.stream_id, g.tenant, g.event_type, g.x0, g.x1, g.n, g.watermark, g.resume_after from granted g
+    union all
+    select null, null, null, 0::bigint, 0::bigint, 0::bigint,
+           (select pg_catalog.max(p.watermark) from page p), (select pg_catalog.max(p.resume_after) from page p)
+    where not exists (select from granted)
+    order by 1, 2, 3;
+end
+$$;

@@ -104,6 +104,8 @@ $$;
 -- (parallel arrays, one element per (tenant, event_type); to_seq is the answer's watermark)
 -- against this store's fold of the same lane over exactly [from_seq, to_seq), and returns the
 -- buckets that differ, classified by _divergence_reason; a side that lacks a bucket is (0, 0, 0).
+-- subscribed_tenants_only (the auditor passes true) drops the buckets of tenants this service
+-- is not subscribed to (subscriptions.sql), on both sides.
 -- consumed_types (null: every type; empty: none) restricts both sides: a consumer compares only
 -- what it consumes. A type-level difference of any kind means "drill down" (compare_stream_digests);
 -- the reason is informational.
@@ -118,7 +120,7 @@ $$;
 create function streamseal.compare_type_digests(
     origin text, from_seq bigint, to_seq bigint, tenants text[], event_types text[],
     x0s bigint[], x1s bigint[], ns bigint[], consumed_types text[] default null,
-    settle interval default interval '0')
+    settle interval default interval '0', subscribed_tenants_only boolean default false)
 returns table (tenant text, event_type text, local_x0 bigint, local_x1 bigint, local_n bigint,
                origin_x0 bigint, origin_x1 bigint, origin_n bigint, reason text)
 language plpgsql
@@ -230,6 +232,10 @@ begin
            streamseal._divergence_reason(p.local_x0, p.local_x1, p.local_n, p.origin_x0, p.origin_x1, p.origin_n)
     from paired p
     where streamseal._divergence_reason(p.local_x0, p.local_x1, p.local_n, p.origin_x0, p.origin_x1, p.origin_n) is not null
+      -- A tenant this service does not consume is never compared, so never repaired into it
+      -- (invariant 11), even when the origin grants and answers it.
+      and (not compare_type_digests.subscribed_tenants_only
+           or streamseal.subscribed(compare_type_digests.origin, p.tenant, p.event_type))
     order by p.tenant, p.event_type;
 end
 $$;
@@ -257,7 +263,8 @@ $$;
 create function streamseal.compare_stream_digests(
     origin text, from_seq bigint, to_seq bigint, stream_ids text[], tenants text[], event_types text[],
     x0s bigint[], x1s bigint[], ns bigint[], settle interval default interval '0',
-    covered_after text default null, covered_through text default null)
+    covered_after text default null, covered_through text default null,
+    subscribed_tenants_only boolean default false)
 returns table (stream_id text, tenant text, event_type text, local_x0 bigint, local_x1 bigint, local_n bigint,
                origin_x0 bigint, origin_x1 bigint, origin_n bigint, reason text, skipped boolean)
 language plpgsql
@@ -398,6 +405,9 @@ begin
         on d.origin = compare_stream_digests.origin and d.tenant = p.tenant
        and d.event_type = p.event_type and d.stream_id = p.stream_id
     where streamseal._divergence_reason(p.local_x0, p.local_x1, p.local_n, p.origin_x0, p.origin_x1, p.origin_n) is not null
+      -- As in compare_type_digests: only tenants this service consumes (invariant 11).
+      and (not compare_stream_digests.subscribed_tenants_only
+           or streamseal.subscribed(compare_stream_digests.origin, p.tenant, p.event_type))
     order by p.stream_id, p.tenant, p.event_type;
 end
 $$;

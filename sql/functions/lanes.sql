@@ -301,8 +301,19 @@ begin
             using errcode = '22023';
     end if;
 
-    -- A consumer never alarms about types it does not consume.
-    if not streamseal.subscribed(_verify_checkpoint.origin, _verify_checkpoint.checkpoint_type) then
+    -- A consumer never alarms about types or tenants it does not consume: the parts of tenants
+    -- it is not subscribed to are set aside, and a checkpoint naming none it consumes ends here.
+    select pg_catalog.array_agg(u.tenant order by u.position), pg_catalog.array_agg(u.n order by u.position),
+           pg_catalog.array_agg(u.first order by u.position), pg_catalog.array_agg(u.last order by u.position),
+           pg_catalog.array_agg(u.amo order by u.position)
+    into _verify_checkpoint.tenants, _verify_checkpoint.counts, _verify_checkpoint.first_type_seqs,
+         _verify_checkpoint.last_type_seqs, _verify_checkpoint.at_most_once
+    from rows from (pg_catalog.unnest(_verify_checkpoint.tenants), pg_catalog.unnest(_verify_checkpoint.counts),
+                    pg_catalog.unnest(_verify_checkpoint.first_type_seqs), pg_catalog.unnest(_verify_checkpoint.last_type_seqs),
+                    pg_catalog.unnest(_verify_checkpoint.at_most_once))
+         with ordinality as u(tenant, n, first, last, amo, position)
+    where streamseal.subscribed(_verify_checkpoint.origin, u.tenant, _verify_checkpoint.checkpoint_type);
+    if _verify_checkpoint.tenants is null then
         return;
     end if;
 

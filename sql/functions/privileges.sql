@@ -55,11 +55,16 @@ grant usage on schema streamseal to streamseal_application;
 grant execute on function streamseal.append(streamseal.new_event[]) to streamseal_application;
 grant execute on function streamseal.append(text, text, bigint, text, bytea, jsonb, integer, uuid) to streamseal_application;
 grant execute on function streamseal.ingest(streamseal.event_copy[]) to streamseal_application;
+grant execute on function streamseal.subscribe(text[], text, text[]) to streamseal_application;
+grant execute on function streamseal.subscribe_all_tenants(text[], text) to streamseal_application;
+grant execute on function streamseal.unsubscribe(text[], text, text[]) to streamseal_application;
+grant execute on function streamseal.unsubscribe_all_tenants(text[], text) to streamseal_application;
+-- The removed tenant-less forms, so an application calling them reads what to call instead.
 grant execute on function streamseal.subscribe(text[], text) to streamseal_application;
 grant execute on function streamseal.unsubscribe(text[], text) to streamseal_application;
 
 -- Reading (subscriptions.sql, service.sql, version.sql).
-grant execute on function streamseal.subscribed(text, text) to streamseal_application;
+grant execute on function streamseal.subscribed(text, text, text) to streamseal_application;
 grant execute on function streamseal.service_name() to streamseal_application;
 grant execute on function streamseal.version() to streamseal_application;
 

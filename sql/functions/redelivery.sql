@@ -2,7 +2,8 @@
 -- backfill, an operator's manual repair), and the account of what a request asked for that
 -- cannot be served, so the requester records it instead of asking forever. Own lane only:
 -- copies received from other origins are never re-shipped under this service's identity.
--- The pump checks ungranted_types (grants.sql) before it calls either (invariant 11).
+-- The pump checks ungranted_types (grants.sql) before it calls either, and passes the requester,
+-- whose grants filter every row again (invariant 11).
 
 -- _require_redelivery_scope refuses a request that does not name its tenants and event types,
 -- or whose origin_seq window or type_seq ranges cannot be read, with a message naming caller.
@@ -90,6 +91,11 @@ $$;
 -- occurrences (re-delivering one would break the guarantee it was declared with). Ephemeral
 -- events are selected while their bodies are present; reaped ones are simply gone (see
 -- redelivery_unservable). Payloads are returned as stored, never re-serialized (invariant 3).
+--
+-- requester, when given, is the service the page is for: only the (tenant, type) pairs it is
+-- granted are returned (grants.sql), and a null tenants list then means its granted tenants of
+-- event_types (never every tenant). Without a requester (an operator's local call) tenants are
+-- required.
 create function streamseal.select_redelivery(
     tenants text[],
     event_types text[],
@@ -100,7 +106,8 @@ create function streamseal.select_redelivery(
     after_stream text default null,
     after_version bigint default null,
     max_events integer default 500,
-    cap integer default 10000)
+    cap integer default 10000,
+    requester text default null)
 returns table (event_id uuid, origin_seq bigint, type_seq bigint, tenant text, stream_id text,
                stream_version bigint, event_type text, flags integer, payload bytea, metadata jsonb,
                occurred_at timestamptz)
@@ -130,6 +137,16 @@ declare
     returned integer := 0;
     found streamseal._redelivery_row[];
 begin
+    -- GUARD: a requester receives only the (tenant, type) pairs it is granted (invariant 11). A
+    -- request of a requester that names no tenant asks for its granted tenants, never for every
+    -- tenant; the pairs are filtered row by row below as well.
+    if select_redelivery.requester is not null and select_redelivery.tenants is null
+       and streamseal._list_problem(select_redelivery.event_types) is null then
+        select_redelivery.tenants := streamseal._granted_tenants(select_redelivery.requester, select_redelivery.event_types);
+        if pg_catalog.cardinality(select_redelivery.tenants) = 0 then
+            return;
+        end if;
+    end if;
     perform streamseal._require_redelivery_scope('select_redelivery', select_redelivery.tenants,
         select_redelivery.event_types, select_redelivery.from_seq, select_redelivery.to_seq,
         select_redelivery.type_seq_ranges);
@@ -188,6 +205,7 @@ begin
             where x.origin = self
               and x.tenant = t.tenant
               and x.event_type = y.event_type
+              and (select_redelivery.requester is null or streamseal._granted(select_redelivery.requester, x.tenant, x.event_type))
               and x.type_seq is not null
               and x.type_seq >= pg_catalog.lower(r) and x.type_seq < pg_catalog.upper(r)
               and x.flags in (0, 1, 4, 5) -- not an at-most-once occurrence: see above
@@ -219,6 +237,7 @@ begin
       and e.flags in (0, 1, 4, 5)
       and e.tenant = any (select_redelivery.tenants)
       and e.event_type = any (select_redelivery.event_types)
+      and (select_redelivery.requester is null or streamseal._granted(select_redelivery.requester, e.tenant, e.event_type))
       and (select_redelivery.streams is null or e.stream_id = any (select_redelivery.streams))
       and (select_redelivery.from_seq is null or e.origin_seq >= select_redelivery.from_seq)
       and (select_redelivery.to_seq is null or e.origin_seq < select_redelivery.to_seq)
@@ -255,6 +274,7 @@ begin
               and x.flags in (0, 1, 4, 5) -- not an at-most-once occurrence: see above
               and x.tenant = any (select_redelivery.tenants)
               and x.event_type = any (select_redelivery.event_types)
+              and (select_redelivery.requester is null or streamseal._granted(select_redelivery.requester, x.tenant, x.event_type))
               and (select_redelivery.from_seq is null or x.origin_seq >= select_redelivery.from_seq)
               and (select_redelivery.to_seq is null or x.origin_seq < select_redelivery.to_seq)
               and (select_redelivery.type_seq_ranges is null or select_redelivery.type_seq_ranges @> x.type_seq)
@@ -287,6 +307,7 @@ begin
               and c.flags in (0, 1, 4, 5)
               and c.tenant = any (select_redelivery.tenants)
               and c.event_type = any (select_redelivery.event_types)
+              and (select_redelivery.requester is null or streamseal._granted(select_redelivery.requester, c.tenant, c.event_type))
               and (select_redelivery.from_seq is null or c.origin_seq >= select_redelivery.from_seq)
               and (select_redelivery.to_seq is null or c.origin_seq < select_redelivery.to_seq)
               and (select_redelivery.type_seq_ranges is null or select_redelivery.type_seq_ranges @> c.type_seq)
@@ -343,7 +364,8 @@ create function streamseal.redelivery_unservable(
     event_types text[],
     from_seq bigint default null,
     to_seq bigint default null,
-    type_seq_ranges int8multirange default null)
+    type_seq_ranges int8multirange default null,
+    requester text default null)
 returns table (tenant text, event_type text, reason text, type_seqs int8multirange, origin_seqs int8multirange)
 language plpgsql
 stable
@@ -361,6 +383,14 @@ declare
     lo bigint;
     hi bigint;
 begin
+    -- As in select_redelivery: a requester is told only about pairs it is granted (invariant 11).
+    if redelivery_unservable.requester is not null and redelivery_unservable.tenants is null
+       and streamseal._list_problem(redelivery_unservable.event_types) is null then
+        redelivery_unservable.tenants := streamseal._granted_tenants(redelivery_unservable.requester, redelivery_unservable.event_types);
+        if pg_catalog.cardinality(redelivery_unservable.tenants) = 0 then
+            return;
+        end if;
+    end if;
     perform streamseal._require_redelivery_scope('redelivery_unservable', redelivery_unservable.tenants,
         redelivery_unservable.event_types, redelivery_unservable.from_seq, redelivery_unservable.to_seq,
         redelivery_unservable.type_seq_ranges);
@@ -391,6 +421,8 @@ begin
             left join streamseal.type_seq_counters c on c.tenant = t.tenant and c.event_type = y.event_type
         ) r
         where redelivery_unservable.type_seq_ranges is not null
+          and (redelivery_unservable.requester is null
+               or streamseal._granted(redelivery_unservable.requester, r.tenant, r.event_type))
     ), type_part as (
         select p.tenant, p.event_type, p.asked, p.never_existed,
                coalesce(held.present, '{}') as present, coalesce(held.at_most_once, '{}') as at_most_once,
@@ -430,6 +462,8 @@ begin
           and e.flags in (2, 3, 6, 7) -- at-most-once (bit 2), spelled as values: see select_redelivery
           and e.tenant = any (redelivery_unservable.tenants)
           and e.event_type = any (redelivery_unservable.event_types)
+          and (redelivery_unservable.requester is null
+               or streamseal._granted(redelivery_unservable.requester, e.tenant, e.event_type))
           and (redelivery_unservable.type_seq_ranges is null or redelivery_unservable.type_seq_ranges @> e.type_seq)
         group by e.tenant, e.event_type
     ), answer as (

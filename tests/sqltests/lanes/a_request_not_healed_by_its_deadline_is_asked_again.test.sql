@@ -7,7 +7,7 @@
 begin;
 select plan(10);
 select streamseal.set_service_name('lane-reask');
-select streamseal.subscribe(array['reask.type'], 'reask-origin');
+select streamseal.subscribe_all_tenants(array['reask.type'], 'reask-origin');
 
 -- Announced 1..10; 4 and 5 lost, confirmed by a second checkpoint.
 select streamseal.ingest(array(

@@ -7,7 +7,7 @@
 begin;
 select plan(10);
 select streamseal.set_service_name('lane-accept');
-select streamseal.subscribe(array['loss.type'], 'accept-origin');
+select streamseal.subscribe_all_tenants(array['loss.type'], 'accept-origin');
 
 -- Announced 1..10; 4 and 7 never arrive.
 select streamseal.ingest(array(

@@ -7,7 +7,7 @@
 begin;
 select plan(5);
 select streamseal.set_service_name('amo-lane-consumer');
-select streamseal.subscribe(array['tick.fired'], 'amo-lane-origin');
+select streamseal.subscribe_all_tenants(array['tick.fired'], 'amo-lane-origin');
 
 -- type_seqs 1..20: the even ones were at-most-once occurrences, never delivered; the odd ones held.
 select count(*) from (select streamseal.ingest(array(

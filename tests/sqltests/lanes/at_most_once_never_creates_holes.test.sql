@@ -30,7 +30,7 @@ select results_eq(
 -- 'amo-origin'): occurrence 3 of t1 and all of t2 were never delivered; occurrence 5 was.
 delete from streamseal.service;
 select streamseal.set_service_name('amo-consumer');
-select streamseal.subscribe(array['tick.fired'], 'amo-origin');
+select streamseal.subscribe_all_tenants(array['tick.fired'], 'amo-origin');
 delete from streamseal.events where origin = 'amo-origin' and ((tenant = 't1' and type_seq = 3) or tenant = 't2');
 
 create temp table verified on commit drop as

@@ -6,7 +6,7 @@
 begin;
 select plan(30);
 select streamseal.set_service_name('lane-refusals');
-select streamseal.subscribe(array['refused.type'], 'ref-origin');
+select streamseal.subscribe_all_tenants(array['refused.type'], 'ref-origin');
 
 -- observe_origin
 select throws_ok(

@@ -5,7 +5,7 @@
 begin;
 select plan(8);
 select streamseal.set_service_name('lane-birth');
-select streamseal.subscribe(array['birth.type'], 'birth-origin');
+select streamseal.subscribe_all_tenants(array['birth.type'], 'birth-origin');
 
 -- This consumer started late: it holds type_seqs 101..105 of tenant t1, none of 1..100.
 select streamseal.ingest(array(

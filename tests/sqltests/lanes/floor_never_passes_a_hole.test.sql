@@ -5,7 +5,7 @@
 begin;
 select plan(6);
 select streamseal.set_service_name('lane-leapfrog');
-select streamseal.subscribe(array['frame.sent'], 'leap-origin');
+select streamseal.subscribe_all_tenants(array['frame.sent'], 'leap-origin');
 
 select streamseal.ingest(array(
     select streamseal_test.copy('leap-origin', i, i, 'f1', i, 'frame.sent', event_id => streamseal_test.uid(i))

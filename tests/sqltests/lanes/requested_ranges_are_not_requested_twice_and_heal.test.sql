@@ -5,7 +5,7 @@
 begin;
 select plan(8);
 select streamseal.set_service_name('lane-requested');
-select streamseal.subscribe(array['req.type'], 'req-origin');
+select streamseal.subscribe_all_tenants(array['req.type'], 'req-origin');
 
 -- Announced 1..10; 4 and 5 lost.
 select streamseal.ingest(array(

@@ -7,8 +7,8 @@
 begin;
 select plan(4);
 select streamseal.set_service_name('resub-consumer');
-select streamseal.subscribe(array['a.x', 'b.x']);
-select streamseal.subscribe(array['b.x'], 'resub-origin');
+select streamseal.subscribe_all_tenants(array['a.x', 'b.x']);
+select streamseal.subscribe_all_tenants(array['b.x'], 'resub-origin');
 
 -- Both lanes born at type_seq 1..3, all held.
 select count(*) from (select streamseal.ingest(array(
@@ -20,14 +20,14 @@ cross join lateral streamseal.verify_checkpoint('resub-origin', 1, 7, v.t, array
 select results_eq($$ select event_type, floor from streamseal.lanes where origin = 'resub-origin' order by 1 $$,
     $$ values ('a.x'::text, 3::bigint), ('b.x', 3::bigint) $$, 'fixture: both lanes at floor 3');
 
-select streamseal.unsubscribe(array['a.x', 'b.x']);
+select streamseal.unsubscribe_all_tenants(array['a.x', 'b.x']);
 select results_eq($$ select event_type from streamseal.lanes where origin = 'resub-origin' order by 1 $$,
     $$ values ('b.x'::text) $$,
     'unsubscribing forgets a.x''s lane; b.x stays consumed from resub-origin by name, and keeps its lane');
 
 -- Subscribed again; meanwhile the origin emitted a.x type_seqs 4..10 and this service took none.
 -- The first window it sees now is 11..12, held.
-select streamseal.subscribe(array['a.x']);
+select streamseal.subscribe_all_tenants(array['a.x']);
 select count(*) from (select streamseal.ingest(array(
     select streamseal_test.copy('resub-origin', 100 + i, i, 'n' || i, 1, 'a.x') from generate_series(11, 12) i))) x;
 create temp table verified on commit drop as

@@ -5,7 +5,7 @@
 begin;
 select plan(5);
 select streamseal.set_service_name('lane-tail');
-select streamseal.subscribe(array['tail.type'], 'tail-origin');
+select streamseal.subscribe_all_tenants(array['tail.type'], 'tail-origin');
 
 -- The origin emitted 1..5; 5 was lost.
 select streamseal.ingest(array(

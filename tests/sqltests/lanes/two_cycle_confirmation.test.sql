@@ -6,7 +6,7 @@
 begin;
 select plan(8);
 select streamseal.set_service_name('lane-two-cycle');
-select streamseal.subscribe(array['cycle.type'], 'cycle-origin');
+select streamseal.subscribe_all_tenants(array['cycle.type'], 'cycle-origin');
 
 -- Held: 1..10 except 4 and 8; 9 is an ephemeral event.
 select streamseal.ingest(array(

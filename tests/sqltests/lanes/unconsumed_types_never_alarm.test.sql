@@ -5,8 +5,8 @@ begin;
 select plan(6);
 select streamseal.set_service_name('lane-unconsumed');
 -- Consumed: 'watched.type' from 'unc-origin' only; 'any.type' from any origin.
-select streamseal.subscribe(array['watched.type'], 'unc-origin');
-select streamseal.subscribe(array['any.type']);
+select streamseal.subscribe_all_tenants(array['watched.type'], 'unc-origin');
+select streamseal.subscribe_all_tenants(array['any.type']);
 
 select is_empty(
     $$ select * from streamseal.verify_checkpoint('unc-origin', 1, 11, 'ignored.type', array['t1'],
@@ -28,7 +28,7 @@ select results_eq(
 
 -- Unsubscribing stops verification of a lane that already exists and forgets it (what is
 -- emitted while unconsumed is history: see resubscribing_starts_a_new_lane).
-select streamseal.unsubscribe(array['any.type']);
+select streamseal.unsubscribe_all_tenants(array['any.type']);
 select is_empty(
     $$ select * from streamseal.verify_checkpoint('unc-other', 11, 11, 'any.type', array['t1'],
            array[0]::bigint[], array[null]::bigint[], array[null]::bigint[], array['{}']::int8multirange[]) $$,

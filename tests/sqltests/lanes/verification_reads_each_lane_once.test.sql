@@ -6,7 +6,7 @@
 begin;
 select plan(3);
 select streamseal.set_service_name('lane-read-once');
-select streamseal.subscribe(array['once.type'], 'once-origin');
+select streamseal.subscribe_all_tenants(array['once.type'], 'once-origin');
 
 -- Every other type_seq of 1..400 is held: 200 scattered holes.
 select streamseal.ingest(array(

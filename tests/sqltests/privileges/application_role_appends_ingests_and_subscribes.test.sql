@@ -22,8 +22,8 @@ select results_eq(
                                                            event_id => streamseal_test.uid(3))]) $$,
     $$ values (streamseal_test.uid(3)) $$,
     'the application role ingests a copy from another origin');
-select is(streamseal.subscribe(array['thing.happened'], 'privileges-src'), 1, 'the application role subscribes');
-select is(streamseal.unsubscribe(array['thing.happened'], 'privileges-src'), 1, 'the application role unsubscribes');
+select is(streamseal.subscribe_all_tenants(array['thing.happened'], 'privileges-src'), 1, 'the application role subscribes');
+select is(streamseal.unsubscribe_all_tenants(array['thing.happened'], 'privileges-src'), 1, 'the application role unsubscribes');
 select is(current_user, 'privileges_writer_app'::name, 'every call above ran as the application role');
 reset role;
 

@@ -12,7 +12,7 @@ values ('privileges-reader-src', 't1', 'thing.happened', 4, 0, 9, '{[5,7)}', now
 insert into streamseal.repair_ledger (origin, tenant, event_type, stream_id, reason, local_x0, local_x1, local_n,
                                       origin_x0, origin_x1, origin_n, first_seen_at, last_reported_at)
 values ('privileges-reader-src', 't1', 'thing.happened', 'pr-s1', 'deficit', 1, 2, 1, 3, 4, 2, now(), now());
-select streamseal.subscribe(array['thing.happened'], 'privileges-reader-src');
+select streamseal.subscribe_all_tenants(array['thing.happened'], 'privileges-reader-src');
 
 create role privileges_reader_app nologin;
 grant streamseal_application to privileges_reader_app;
@@ -20,7 +20,7 @@ set local role privileges_reader_app;
 
 select is(streamseal.service_name(), 'privileges-reader', 'the application role reads the service name');
 select matches(streamseal.version(), '^[0-9]+\.[0-9]+\.[0-9]+$', 'the application role reads the code package version');
-select ok(streamseal.subscribed('privileges-reader-src', 'thing.happened'),
+select ok(streamseal.subscribed('privileges-reader-src', 'acme', 'thing.happened'),
     'the application role reads whether it consumes a type');
 -- The statements `streamseal status` runs (controlplane/status), as the application role.
 select results_eq(

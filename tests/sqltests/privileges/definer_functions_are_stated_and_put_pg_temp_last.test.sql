@@ -11,9 +11,11 @@ select set_eq(
        where ns.nspname = 'streamseal' and p.prosecdef $$,
     $$ values ('streamseal.append(streamseal.new_event[])'),
               ('streamseal.ingest(streamseal.event_copy[])'),
-              ('streamseal.subscribe(text[],text)'),
-              ('streamseal.unsubscribe(text[],text)'),
-              ('streamseal.subscribed(text,text)'),
+              ('streamseal.subscribe(text[],text,text[])'),
+              ('streamseal.subscribe_all_tenants(text[],text)'),
+              ('streamseal.unsubscribe(text[],text,text[])'),
+              ('streamseal.unsubscribe_all_tenants(text[],text)'),
+              ('streamseal.subscribed(text,text,text)'),
               ('streamseal.service_name()') $$,
     'the SECURITY DEFINER functions are exactly the stated entry points that read or write tables');
 select is_empty(

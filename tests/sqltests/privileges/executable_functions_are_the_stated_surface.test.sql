@@ -12,9 +12,13 @@ select set_eq(
     $$ values ('streamseal.append(streamseal.new_event[])'),
               ('streamseal.append(text,text,bigint,text,bytea,jsonb,integer,uuid)'),
               ('streamseal.ingest(streamseal.event_copy[])'),
+              ('streamseal.subscribe(text[],text,text[])'),
+              ('streamseal.subscribe_all_tenants(text[],text)'),
+              ('streamseal.unsubscribe(text[],text,text[])'),
+              ('streamseal.unsubscribe_all_tenants(text[],text)'),
               ('streamseal.subscribe(text[],text)'),
               ('streamseal.unsubscribe(text[],text)'),
-              ('streamseal.subscribed(text,text)'),
+              ('streamseal.subscribed(text,text,text)'),
               ('streamseal.service_name()'),
               ('streamseal.version()') $$,
     'the application role executes exactly the stated surface');
@@ -29,7 +33,7 @@ select is_empty(
        where ns.nspname = 'streamseal' and p.proname like '\_%'
          and has_function_privilege('streamseal_application', p.oid, 'EXECUTE') $$,
     'no private (_-prefixed) helper is executable by the application role');
-select is(streamseal.version(), '0.1.0', 'the surface above is version 0.1.0 of the code package');
+select is(streamseal.version(), '0.2.0', 'the surface above is version 0.2.0 of the code package');
 
 select * from finish();
 rollback;

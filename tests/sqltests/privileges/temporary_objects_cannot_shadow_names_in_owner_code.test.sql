@@ -28,9 +28,9 @@ begin
     perform streamseal.append(array[streamseal_test.own('ps-s1', 1)]);
     perform streamseal.append('t1', 'ps-s1', 2, 'thing.happened', '\x7b7d'::bytea);
     perform streamseal.ingest(array[streamseal_test.copy('privileges-shadow-src', 1, 1, 'ps-c1', 1)]);
-    perform streamseal.subscribe(array['thing.happened'], 'privileges-shadow-src');
-    perform streamseal.subscribed('privileges-shadow-src', 'thing.happened');
-    perform streamseal.unsubscribe(array['thing.happened'], 'privileges-shadow-src');
+    perform streamseal.subscribe_all_tenants(array['thing.happened'], 'privileges-shadow-src');
+    perform streamseal.subscribed('privileges-shadow-src', 'acme', 'thing.happened');
+    perform streamseal.unsubscribe_all_tenants(array['thing.happened'], 'privileges-shadow-src');
     perform streamseal.version();
 exception when others then
     insert into pg_temp.shadow_log values ('call failed: ' || sqlerrm);
