@@ -385,7 +385,7 @@ func TestInbox(t *testing.T) {
 		cons, err := b.nats.JS.CreateOrUpdateConsumer(ctx, wire.EventsStream, jetstream.ConsumerConfig{
 			Durable:       wire.InboxDurable("billing", wire.LiveFilter("*", "*", eventTypes[0])),
 			FilterSubject: wire.LiveFilter("*", "*", eventTypes[0]),
-			AckPolicy: jetstream.AckExplicitPolicy, AckWait: time.Hour})
+			AckPolicy:     jetstream.AckExplicitPolicy, AckWait: time.Hour})
 		if err != nil {
 			t.Fatal(err)
 		}
