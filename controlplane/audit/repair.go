@@ -35,7 +35,7 @@ func (a *Auditor) now() time.Time {
 // to report, deficit repairs batched per (tenant, type) for what it says to request, capped; in
 // report-only mode the same requests are recorded and none is sent. The ledger counts the
 // attempt either way, so report-only shows the same ladder auto-repair would climb.
-func (a *Auditor) act(ctx context.Context, origin, control string, from, to int64, decisions []store.LedgerDecision) (int, error) {
+func (a *Auditor) act(ctx context.Context, origin string, from, to int64, decisions []store.LedgerDecision) (int, error) {
 	batches := map[[2]string][]string{}
 	var keys [][2]string
 	for _, d := range decisions {

@@ -74,7 +74,7 @@ func (p *Publisher) Publish(ctx context.Context) (int, error) {
 		}
 		cp := byType[*row.EventType]
 		if cp == nil {
-			cp = &wire.Checkpoint{Origin: p.Service, Control: wire.ControlSubject(p.Service),
+			cp = &wire.Checkpoint{Origin: p.Service,
 				IntervalS: max(1, int(p.Interval.Seconds())), Generation: generation, From: row.From, To: row.To, Type: *row.EventType, At: at}
 			byType[*row.EventType] = cp
 			order = append(order, *row.EventType)
@@ -178,7 +178,9 @@ func (v *Verifier) Handle(ctx context.Context, cp wire.Checkpoint) error {
 		return nil
 	}
 	v.received.Add(1)
-	restored, err := store.OriginObserve(ctx, v.Pool, store.OriginSighting{Origin: cp.Origin, Control: cp.Control,
+	restored, err := store.OriginObserve(ctx, v.Pool, store.OriginSighting{Origin: cp.Origin,
+		// The address is computed from the authenticated names, never the message's (invariant 12).
+		Control:   wire.ControlSubjectFrom(cp.Origin, v.Service),
 		IntervalS: cp.IntervalS, Generation: cp.Generation, To: cp.To})
 	if err != nil {
 		return err

@@ -280,7 +280,7 @@ func TestInbox(t *testing.T) {
 		for seq := int64(1); seq <= 10; seq++ {
 			publish(t, b, wire.EventMessage(ordersEvent(seq, seq, eventTypes[0])))
 		}
-		cp, err := wire.CheckpointMessage(wire.Checkpoint{Origin: "orders", Control: wire.ControlSubject("orders"), IntervalS: 60,
+		cp, err := wire.CheckpointMessage(wire.Checkpoint{Origin: "orders", Control: wire.ControlFilters("orders")[0], IntervalS: 60,
 			At: time.Now(), From: 1, To: 11, Type: eventTypes[0], Tenants: []wire.CheckpointTenant{{Tenant: "acme", N: 10}}})
 		if err != nil {
 			t.Fatal(err)

@@ -227,7 +227,7 @@ func TestReceiver(t *testing.T) {
 		r, b := setup(t)
 		_, js := b.nats.Connect(t, "billing-requests")
 		r.JS = js
-		requests := b.nats.Record(t, wire.ControlStream, wire.ControlSubject("orders"))
+		requests := b.nats.Record(t, wire.ControlStream, wire.ControlFilters("orders")[0])
 		start(t, r, b)
 		from, to := seqRange(1, 1000)
 		req := wire.RedeliveryRequest{Tenants: []string{"acme"}, Types: eventTypes[:1], Streams: []string{"s", "t"},
@@ -264,7 +264,7 @@ func TestReceiver(t *testing.T) {
 		send(t, b, wire.KindRedeliverySummary, "orders", wire.RedeliverySummary{RequestID: rest.RequestID, Origin: "orders",
 			Shipped: 4, Truncated: true, ResumeAfter: &wire.Position{Stream: "s", Version: 4}}, nil)
 		testrun.WaitFor(t, "every summary handled", func() bool { return b.control.Finished() == 3 })
-		if n := b.nats.Count(t, wire.ControlStream, wire.ControlSubject("orders")); n != 2 || r.FollowUps() != 1 {
+		if n := b.nats.Count(t, wire.ControlStream, wire.ControlFilters("orders")[0]); n != 2 || r.FollowUps() != 1 {
 			t.Fatalf("%d requests on orders' subject, %d follow-ups; want only the request and one follow-up", n, r.FollowUps())
 		}
 	})
@@ -365,7 +365,7 @@ func laneWithRequestedHole(t *testing.T, pool *pgxpool.Pool, srv *natstest.Serve
 	if _, err := store.EventsIngest(ctx, pool, append(copies[:2:2], copies[3:]...)); err != nil {
 		t.Fatal(err)
 	}
-	requests := srv.Record(t, wire.ControlStream, wire.ControlSubject("orders"))
+	requests := srv.Record(t, wire.ControlStream, wire.ControlFilters("orders")[0])
 	_, js := srv.Connect(t, "billing")
 	checkpointtest.VerifyAndRequest(t, pool, js, "billing", checkpointtest.Announcing("orders", eventTypes[0], 1, 6, "acme", 1, 5))
 	checkpointtest.VerifyAndRequest(t, pool, js, "billing", checkpointtest.Heartbeat("orders", eventTypes[0], "acme", 6, 6))

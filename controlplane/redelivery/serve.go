@@ -400,7 +400,7 @@ func (b *bundler) flush() error {
 			return err
 		}
 	}
-	future, err := b.server.JS.PublishAsync(wire.ControlSubject(b.requester), data)
+	future, err := b.server.JS.PublishAsync(wire.ControlSubjectFrom(b.requester, b.server.Service), data)
 	if err != nil {
 		return fmt.Errorf("publish bundle to %s: %w", b.requester, err)
 	}

@@ -44,7 +44,7 @@ func TestServer(t *testing.T) {
 		return &redelivery.Server{Pool: pool, JS: js, Service: "orders", Logger: testrun.Logger(t)},
 			&testBundle{pool: pool, nats: srv, control: natstest.Control(t, js, "orders"), billing: billing,
 				billingDB: dbtest.NewPool(t, "billing"),
-				answers:   srv.Record(t, wire.ControlStream, wire.ControlSubject("billing"))}
+				answers:   srv.Record(t, wire.ControlStream, wire.ControlFilters("billing")[0])}
 	}
 
 	// start registers the server on the origin's control endpoint and runs both for the test.
@@ -202,7 +202,7 @@ func TestServer(t *testing.T) {
 			t.Fatal(err)
 		}
 		testrun.WaitFor(t, "four refusals", func() bool { _, refused, _ := s.Counts(); return refused == 4 })
-		if n := b.nats.Count(t, wire.ControlStream, wire.ControlSubject("billing")); n != 0 {
+		if n := b.nats.Count(t, wire.ControlStream, wire.ControlFilters("billing")[0]); n != 0 {
 			t.Fatalf("the origin sent %d messages to billing for refused requests, want none", n)
 		}
 
@@ -210,7 +210,7 @@ func TestServer(t *testing.T) {
 		if good.summary.Shipped != 5 {
 			t.Fatalf("the good request after the refusals shipped %d, want 5", good.summary.Shipped)
 		}
-		if n := b.nats.Count(t, wire.ControlStream, wire.ControlSubject("billing")); n != uint64(good.summary.Bundles+1) {
+		if n := b.nats.Count(t, wire.ControlStream, wire.ControlFilters("billing")[0]); n != uint64(good.summary.Bundles+1) {
 			t.Fatalf("billing's inbox holds %d messages, want only the good request's %d bundles and its summary", n, good.summary.Bundles)
 		}
 		if received, refused, shipped := s.Counts(); received != 4 || refused != 4 || shipped != 5 {

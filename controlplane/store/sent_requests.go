@@ -71,19 +71,6 @@ func SentRequestsPrune(ctx context.Context, db Querier, olderThan time.Duration)
 	return tag.RowsAffected(), nil
 }
 
-// OriginControl returns the control subject origin's checkpoints announced; ok is false for an
-// origin this service has not heard from.
-func OriginControl(ctx context.Context, db Querier, origin string) (subject string, ok bool, err error) {
-	err = db.QueryRow(ctx, "select control_subject from streamseal.known_origins where origin = $1", origin).Scan(&subject)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return "", false, nil
-	}
-	if err != nil {
-		return "", false, classify("read control address of "+origin, err)
-	}
-	return subject, true, nil
-}
-
 // SentRequestsUnanswered counts the requests sent to origin whose answer has not come (yet).
 func SentRequestsUnanswered(ctx context.Context, db Querier, origin string) (int, error) {
 	var n int

@@ -60,6 +60,11 @@ func EventSender(subject string) (string, bool) {
 	return origin, ok && ValidServiceName(origin)
 }
 
+// SubjectNamesEvent reports whether subject is the subject an event of (origin, tenant, type) rides.
+func SubjectNamesEvent(subject, origin, tenant, eventType string) bool {
+	return subject == EventSubject(origin, eventType)
+}
+
 // ControlSubjectFrom is the directed control subject from one service to another (to may be
 // BroadcastInbox).
 func ControlSubjectFrom(to, from string) string { return controlPrefix + to + "." + from }

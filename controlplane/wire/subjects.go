@@ -27,9 +27,6 @@ func EventFilter(origin, eventType string) string {
 	return eventsPrefix + origin + "." + TypeToken(eventType)
 }
 
-// ControlSubject is service's directed inbox; BroadcastInbox names the broadcast one.
-func ControlSubject(service string) string { return controlPrefix + service }
-
 // TypeToken turns an event type into one NATS subject token: letters, digits, '-' and '_' stay;
 // every other byte (dots, spaces, wildcards, '~' itself) becomes ~XX. Injective, so two types
 // never share a subject.
