@@ -35,4 +35,5 @@
 {{ template "lanes.sql" . }}
 {{ template "comparison.sql" . }}
 {{ template "ledger.sql" . }}
+{{ template "sent_requests.sql" . }}
 {{ template "privileges.sql" . }}
