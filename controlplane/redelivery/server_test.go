@@ -218,6 +218,40 @@ func TestServer(t *testing.T) {
 		}
 	})
 
+	// Invariant 12: an origin serves a request id once. A replayed request (the same id again,
+	// even from the requester itself) is dropped and counted as replayed, never rebuilt: one
+	// replayed 300-byte request once shipped 5 000 events again each time.
+	t.Run("ServesARequestIDOnce", func(t *testing.T) {
+		t.Parallel()
+		s, b := setup(t)
+		streamOf(t, b.pool, "s", eventTypes[0], 5, 10)
+		start(t, s, b)
+		from, to := seqRange(1, 1<<40)
+		req := wire.RedeliveryRequest{Tenants: acme, Types: eventTypes[:1], FromSeq: from, ToSeq: to, MaxEvents: 100}
+		first := awaitAnswer(t, b.answers, ask(t, b, req))
+		if first.summary.Shipped != 5 {
+			t.Fatalf("the first request shipped %d, want 5", first.summary.Shipped)
+		}
+		replay := req
+		replay.RequestID = first.summary.RequestID
+		env, err := wire.NewEnvelope(wire.KindRedeliveryRequest, "billing", "orders", replay)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := wire.Publish(ctx, b.billing, env, nil); err != nil {
+			t.Fatal(err)
+		}
+		// A later request is served after the replay was handled (one control consumer, in order).
+		second := awaitAnswer(t, b.answers, ask(t, b, req))
+		if n := b.nats.Count(t, wire.ControlStream, wire.ControlFilters("billing")[0]); n != uint64(first.summary.Bundles+second.summary.Bundles+2) {
+			t.Fatalf("billing's inbox holds %d messages, want the two answers' %d bundles and 2 summaries: the replay was rebuilt",
+				n, first.summary.Bundles+second.summary.Bundles)
+		}
+		if got := b.control.Seam.Dropped()[wire.DropReplayed]; got != 1 {
+			t.Fatalf("replayed drops = %d, want 1 (%v)", got, b.control.Seam.Dropped())
+		}
+	})
+
 	// Invariants 8 and 9 (bounded cost): bundles close at the event cap, at the byte cap, and at
 	// every stream change; one event larger than the byte cap ships alone; keyset pages smaller
 	// than the answer lose nothing and reorder nothing.
