@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/uuid"
+
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -215,6 +217,40 @@ func TestServer(t *testing.T) {
 		}
 		if received, refused, shipped := s.Counts(); received != 4 || refused != 4 || shipped != 5 {
 			t.Fatalf("counts: received %d, refused %d, shipped %d; want 4 decoded requests, 4 refusals, 5 shipped", received, refused, shipped)
+		}
+	})
+
+	// Invariant 12: the sender is the one the subject names. A plain NATS client on shipping's
+	// subject claiming billing (which orders grants) gets nothing built and nothing shipped to
+	// anyone: the request is dropped at the seam as forged_sender.
+	t.Run("ShipsNothingForARequestClaimingAnotherSender", func(t *testing.T) {
+		t.Parallel()
+		s, b := setup(t)
+		streamOf(t, b.pool, "s", eventTypes[0], 5, 10)
+		start(t, s, b)
+		from, to := seqRange(1, 1<<40)
+		req := wire.RedeliveryRequest{RequestID: uuid.NewString(), Tenants: acme, Types: eventTypes[:1], FromSeq: from, ToSeq: to, MaxEvents: 100}
+		env, err := wire.NewEnvelope(wire.KindRedeliveryRequest, "billing", "orders", req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		data, err := wire.Encode(env, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// A plain client on the bus (the test server's own connection), publishing shipping's subject.
+		if _, err := b.nats.JS.Publish(ctx, wire.ControlSubjectFrom("orders", "shipping"), data); err != nil {
+			t.Fatal(err)
+		}
+		testrun.WaitFor(t, "the forged request handled", func() bool { return b.control.Finished() == 1 })
+		if got := b.control.Seam.Dropped(); got[wire.DropForgedSender] != 1 || len(got) != 1 {
+			t.Fatalf("drops %v, want one forged_sender", got)
+		}
+		if received, _, shipped := s.Counts(); received != 0 || shipped != 0 {
+			t.Fatalf("the forged request was received (%d) and shipped %d events", received, shipped)
+		}
+		if n := b.nats.Count(t, wire.ControlStream, "streamseal.ctl.*.orders"); n != 0 {
+			t.Fatalf("orders sent %d control messages for a forged request", n)
 		}
 	})
 
