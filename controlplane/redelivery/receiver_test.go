@@ -297,6 +297,17 @@ func TestReceiver(t *testing.T) {
 		_, shipping := b.nats.Connect(t, "shipping")
 		start(t, r, b)
 		hole := []wire.Unservable{{Tenant: "acme", Type: eventTypes[0], Reason: "absent", TypeSeqs: [][2]int64{{3, 4}}}}
+		// Readiness reads lanes with a confirmed gap: one before, and still one after the forgeries.
+		confirmedGaps := func() int64 {
+			all, _, err := store.LanesWithConfirmedGapsCount(ctx, b.pool, time.Now())
+			if err != nil {
+				t.Fatal(err)
+			}
+			return all
+		}
+		if n := confirmedGaps(); n != 1 {
+			t.Fatalf("premise: %d lanes with a confirmed gap, want 1", n)
+		}
 
 		// On shipping's subject claiming orders.
 		forgedEnv, err := wire.NewEnvelope(wire.KindRedeliverySummary, "orders", "billing",
@@ -319,12 +330,15 @@ func TestReceiver(t *testing.T) {
 		send(t, b, wire.KindRedeliverySummary, "orders", wire.RedeliverySummary{RequestID: requestID, Origin: "orders",
 			Unservable: []wire.Unservable{{Tenant: "acme", Type: eventTypes[0], Reason: "absent", TypeSeqs: [][2]int64{{3, 1000}}}}}, nil)
 		testrun.WaitFor(t, "the forgeries handled", func() bool { return b.control.Finished() == 4 })
+		if got := laneState(t, b.pool); got != "floor 2, holes {[3,4)}, accepted losses {}" {
+			t.Fatalf("forged summaries moved the lane: %s", got)
+		}
+		if n := confirmedGaps(); n != 1 {
+			t.Fatalf("forged summaries left %d lanes with a confirmed gap, want 1 (readiness must stay degraded)", n)
+		}
 		want := map[string]int64{wire.DropUnsolicited: 2, wire.DropOutOfScope: 1, wire.DropForgedSender: 1}
 		if got := b.control.Seam.Dropped(); fmt.Sprint(got) != fmt.Sprint(want) {
 			t.Fatalf("drops %v, want %v", got, want)
-		}
-		if got := laneState(t, b.pool); got != "floor 2, holes {[3,4)}, accepted losses {}" {
-			t.Fatalf("forged summaries moved the lane: %s", got)
 		}
 		var answered bool
 		if err := b.pool.QueryRow(ctx, "select answered_at is not null from streamseal.sent_requests where request_id = $1", requestID).
