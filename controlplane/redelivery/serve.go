@@ -116,6 +116,10 @@ func (s *Server) accept(ctx context.Context, env wire.Envelope, _ []byte) error 
 	if outcome == store.QueueFull {
 		return errors.New("redelivery queue full: the request stays on the broker")
 	}
+	if outcome == store.QueueDuplicate {
+		s.drop(wire.DropReplayed, env, "request "+req.RequestID+" waits in the queue already")
+		return nil
+	}
 	if outcome == store.QueueServed {
 		// Invariant 12: an origin serves a request id once; a replay is never rebuilt.
 		s.drop(wire.DropReplayed, env, "request "+req.RequestID+" was served already")

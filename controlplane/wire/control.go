@@ -105,6 +105,10 @@ func (c *Control) Run(ctx context.Context) error {
 	if c.RetryBase <= 0 {
 		c.RetryBase = RetryBaseDefault
 	}
+	// The consumer of the layout before the sender joined the subject ("streamseal-control-<self>",
+	// filters streamseal.ctl.<self> and streamseal.ctl._all) matches nothing any more: removed,
+	// best effort (absent, or not permitted, changes nothing).
+	_ = c.JS.DeleteConsumer(ctx, ControlStream, "streamseal-control-"+c.Seam.Self)
 	// One single-filter durable per control filter (the directed inbox, the broadcast inbox), so
 	// the broker's permissions can pin each consumer's name and filter (wire/layout.go).
 	var consumers []jetstream.Consumer
