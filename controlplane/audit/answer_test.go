@@ -42,7 +42,7 @@ func TestManifestServer(t *testing.T) {
 		_, billing := srv.Connect(t, "billing")
 		return &audit.ManifestServer{Pool: pool, JS: js, Service: "orders", Logger: testrun.Logger(t)},
 			&testBundle{pool: pool, nats: srv, control: natstest.Control(t, js, "orders"), billing: billing,
-				answers: srv.Record(t, wire.ControlStream, wire.ControlSubject("billing"))}
+				answers: srv.Record(t, wire.ControlStream, wire.ControlFilters("billing")[0])}
 	}
 
 	start := func(t *testing.T, s *audit.ManifestServer, b *testBundle) {
@@ -144,7 +144,7 @@ func TestManifestServer(t *testing.T) {
 			}
 		}
 		_, shipping := b.nats.Connect(t, "shipping")
-		shippingAnswers := b.nats.Record(t, wire.ControlStream, wire.ControlSubject("shipping"))
+		shippingAnswers := b.nats.Record(t, wire.ControlStream, wire.ControlFilters("shipping")[0])
 		start(t, s, b)
 
 		want, watermark := typeDigests(t, b.pool, eventTypes[:2]...)
@@ -224,7 +224,7 @@ func TestManifestServer(t *testing.T) {
 		if answered, chunks := s.Counts(); answered != 0 || chunks != 0 {
 			t.Fatalf("answered %d requests in %d chunks, want none", answered, chunks)
 		}
-		if n := b.nats.Count(t, wire.ControlStream, wire.ControlSubject("billing")); n != 0 {
+		if n := b.nats.Count(t, wire.ControlStream, wire.ControlFilters("billing")[0]); n != 0 {
 			t.Fatalf("%d messages sent to billing for malformed requests", n)
 		}
 		if chunks := ask(t, b, wire.ManifestRequest{Level: wire.LevelTypes, From: 0, To: 1 << 62}); len(digestsOf(chunks)) != 1 {

@@ -81,7 +81,8 @@ type Auditor struct {
 	Now func() time.Time
 
 	mu       sync.Mutex
-	waiting  map[string]chan wire.ManifestAnswer
+	waiting  map[string]waitingAnswer
+	seam     *wire.Seam // the control endpoint's, where refused answers are counted
 	declined atomic.Int64
 	running  sync.Mutex // one audit (one comparison) at a time per auditor
 }
@@ -171,7 +172,7 @@ func (a *Auditor) Run(ctx context.Context, scope Scope) ([]Finding, error) {
 }
 
 func (a *Auditor) auditOrigin(ctx context.Context, o store.KnownOrigin, full bool) (Finding, error) {
-	origin, control := o.Name, o.Control
+	origin := o.Name
 	f := Finding{Origin: origin}
 	guard, err := store.SealGenerationGuard(ctx, a.Pool, origin, o.Generation)
 	if err != nil {
@@ -191,7 +192,7 @@ func (a *Auditor) auditOrigin(ctx context.Context, o store.KnownOrigin, full boo
 	if err != nil {
 		return f, err
 	}
-	answers, err := a.ask(ctx, origin, control, wire.ManifestRequest{Level: wire.LevelTypes, From: f.From, To: 1 << 62, MaxDigests: a.Limits.MaxDigests})
+	answers, err := a.ask(ctx, origin, wire.ManifestRequest{Level: wire.LevelTypes, From: f.From, To: 1 << 62, MaxDigests: a.Limits.MaxDigests})
 	if err != nil {
 		return f, err
 	}
@@ -221,13 +222,13 @@ func (a *Auditor) auditOrigin(ctx context.Context, o store.KnownOrigin, full boo
 		return f, err
 	}
 	drilled := drillOrder(mismatched, cursors, a.Limits.MaxDrillDownTypes)
-	d, err := a.drillDown(ctx, origin, control, f.From, f.To, drilled, cursors, eventsOf(typeDigests, drilled))
+	d, err := a.drillDown(ctx, origin, f.From, f.To, drilled, cursors, eventsOf(typeDigests, drilled))
 	if err != nil {
 		return f, err
 	}
 	f.Divergent, f.Unresolved = d.buckets, unresolved(mismatched, d)
 	decisions := d.decisions
-	f.Requests, err = a.act(ctx, origin, control, f.From, f.To, decisions)
+	f.Requests, err = a.act(ctx, origin, f.From, f.To, decisions)
 	return f, err
 }
 

@@ -64,7 +64,7 @@ func TestAuditor(t *testing.T) {
 		a.Register(control)
 		testrun.Go(t, "billing control endpoint", control.Run)
 
-		b := &testBundle{pool: pool, origin: origin, nats: srv, toOrders: srv.Record(t, wire.ControlStream, wire.ControlSubject("orders"))}
+		b := &testBundle{pool: pool, origin: origin, nats: srv, toOrders: srv.Record(t, wire.ControlStream, wire.ControlFilters("orders")[0])}
 		b.serve = func(t *testing.T) {
 			(&audit.ManifestServer{Pool: origin, JS: ordersJS, Service: "orders", Logger: a.Logger}).Register(ordersControl)
 			testrun.Go(t, "orders control endpoint", ordersControl.Run)

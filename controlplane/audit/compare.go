@@ -64,7 +64,7 @@ func drillOrder(mismatched []string, cursors map[string]store.AuditCursor, limit
 // last drill-down stopped (audit_cursors; types at one cursor walk together) and going around
 // to it from the first stream, within one page budget for the audit, and records where each
 // stopped ("" when it came full circle).
-func (a *Auditor) drillDown(ctx context.Context, origin, control string, from, to int64, types []string, cursors map[string]store.AuditCursor, total int64) (drill, error) {
+func (a *Auditor) drillDown(ctx context.Context, origin string, from, to int64, types []string, cursors map[string]store.AuditCursor, total int64) (drill, error) {
 	d := drill{walked: map[string]bool{}, left: map[string]string{}}
 	groups := map[string][]string{}
 	var starts []string
@@ -84,7 +84,7 @@ func (a *Auditor) drillDown(ctx context.Context, origin, control string, from, t
 		// cursor: a resumed drill-down still compares the whole lane when its budget allows.
 		after, aroundFromStart, done, walked := start, start == "", false, false
 		for !done && pages < a.Limits.MaxPages {
-			answers, err := a.ask(ctx, origin, control, wire.ManifestRequest{Level: wire.LevelStreams, From: from, To: to,
+			answers, err := a.ask(ctx, origin, wire.ManifestRequest{Level: wire.LevelStreams, From: from, To: to,
 				Types: group, AfterStream: after, MaxDigests: a.Limits.MaxDigests})
 			if err != nil {
 				return drill{}, err

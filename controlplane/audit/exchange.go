@@ -8,6 +8,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"sort"
 	"time"
 
@@ -19,6 +20,7 @@ import (
 
 // Register installs the answer handler on control.
 func (a *Auditor) Register(control *wire.Control) {
+	a.seam = control.Seam
 	control.Handle(wire.KindManifestAnswer, a.onAnswer)
 }
 
@@ -32,13 +34,17 @@ func (a *Auditor) onAnswer(_ context.Context, env wire.Envelope, _ []byte) error
 		return fmt.Errorf("%w: manifest answer from %s is malformed", wire.ErrPermanent, env.From)
 	}
 	a.mu.Lock()
-	ch := a.waiting[ans.RequestID]
+	w, ok := a.waiting[ans.RequestID]
 	a.mu.Unlock()
-	if ch == nil {
+	if !ok || w.origin != env.From {
+		// Invariant 12: an answer counts only for a request this auditor is waiting for, from
+		// the origin it asked (the seam already bound env.From to the subject).
 		a.declined.Add(1)
 		a.Metrics.CompareDeclined(ans.Origin)
+		a.drop(wire.DropUnsolicited, env, "manifest answer to request "+ans.RequestID+" this auditor is not waiting for from "+env.From)
 		return nil
 	}
+	ch := w.ch
 	// The compare gate: the waiting comparison holds at most a few chunks; anything beyond is
 	// declined and counted, never queued in memory.
 	select {
@@ -50,15 +56,30 @@ func (a *Auditor) onAnswer(_ context.Context, env wire.Envelope, _ []byte) error
 	return nil
 }
 
+// waitingAnswer is a manifest request in flight: the origin asked and where its chunks go.
+type waitingAnswer struct {
+	origin string
+	ch     chan wire.ManifestAnswer
+}
+
+// drop counts (at the control endpoint's seam, when registered) and logs a refused answer.
+func (a *Auditor) drop(reason string, env wire.Envelope, detail string) {
+	if a.seam != nil {
+		a.seam.Count(reason, env, detail)
+		return
+	}
+	slog.Warn("audit: manifest answer dropped", "reason", reason, "from", env.From, "detail", detail)
+}
+
 // ask sends a manifest request and collects every chunk of its answer.
-func (a *Auditor) ask(ctx context.Context, origin, control string, req wire.ManifestRequest) ([]wire.ManifestAnswer, error) {
+func (a *Auditor) ask(ctx context.Context, origin string, req wire.ManifestRequest) ([]wire.ManifestAnswer, error) {
 	req.RequestID = uuid.NewString()
 	ch := make(chan wire.ManifestAnswer, 4)
 	a.mu.Lock()
 	if a.waiting == nil {
-		a.waiting = map[string]chan wire.ManifestAnswer{}
+		a.waiting = map[string]waitingAnswer{}
 	}
-	a.waiting[req.RequestID] = ch
+	a.waiting[req.RequestID] = waitingAnswer{origin: origin, ch: ch}
 	a.mu.Unlock()
 	defer func() {
 		a.mu.Lock()
@@ -69,7 +90,7 @@ func (a *Auditor) ask(ctx context.Context, origin, control string, req wire.Mani
 	if err != nil {
 		return nil, err
 	}
-	if err := wire.PublishTo(ctx, a.JS, control, env, nil); err != nil {
+	if err := wire.Publish(ctx, a.JS, env, nil); err != nil {
 		return nil, err
 	}
 	a.Metrics.ManifestRequested(origin, req.Level == wire.LevelStreams)
@@ -96,8 +117,11 @@ func (a *Auditor) ask(ctx context.Context, origin, control string, req wire.Mani
 // answers land on the service's control subject, which the running control plane consumes too
 // (and ignores: it is not waiting for them), so this listens there beside it.
 func (a *Auditor) RunBeside(ctx context.Context, nc *nats.Conn, scope Scope) ([]Finding, error) {
-	sub, err := nc.Subscribe(wire.ControlSubject(a.Service), func(m *nats.Msg) {
-		if env, _, err := wire.Decode(m.Data, 0); err == nil && env.Kind == wire.KindManifestAnswer {
+	// The directed filter only, through a seam of its own: the sender is the one the subject
+	// names (invariant 12).
+	seam := &wire.Seam{Self: a.Service, Logger: a.Logger}
+	sub, err := nc.Subscribe(wire.ControlFilters(a.Service)[0], func(m *nats.Msg) {
+		if env, _, ok := seam.Accept(m.Subject, m.Data); ok && env.Kind == wire.KindManifestAnswer {
 			_ = a.Accept(env)
 		}
 	})

@@ -28,7 +28,7 @@ func TestCompareGate_DeclinesWhatNoComparisonHolds(t *testing.T) {
 		t.Fatalf("declined %d, want 1 for an unsolicited chunk", a.Declined())
 	}
 	ch := make(chan wire.ManifestAnswer, 4)
-	a.waiting = map[string]chan wire.ManifestAnswer{"asked": ch}
+	a.waiting = map[string]waitingAnswer{"asked": {origin: "orders", ch: ch}}
 	for i := 1; i <= 9; i++ {
 		if err := a.onAnswer(context.Background(), answerEnvelope(t, "asked", i), nil); err != nil {
 			t.Fatal(err)
@@ -49,5 +49,25 @@ func TestCompareGate_DeclinesASecondAudit(t *testing.T) {
 	a.running.Unlock()
 	if a.Declined() != 1 {
 		t.Fatalf("declined %d, want 1", a.Declined())
+	}
+}
+
+// Invariant 12: a manifest answer counts only for a request the auditor is waiting for, from the
+// origin it asked: shipping answering a request sent to orders is dropped as unsolicited.
+func TestManifestAnswer_FromAnotherOriginIsUnsolicited(t *testing.T) {
+	seam := &wire.Seam{Self: "billing"}
+	a := &Auditor{seam: seam}
+	ch := make(chan wire.ManifestAnswer, 4)
+	a.waiting = map[string]waitingAnswer{"asked": {origin: "orders", ch: ch}}
+	env, err := wire.NewEnvelope(wire.KindManifestAnswer, "shipping", "billing",
+		wire.ManifestAnswer{RequestID: "asked", Origin: "shipping", Level: wire.LevelTypes, Chunk: 1, Chunks: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.onAnswer(context.Background(), env, nil); err != nil {
+		t.Fatal(err)
+	}
+	if len(ch) != 0 || seam.Dropped()[wire.DropUnsolicited] != 1 {
+		t.Fatalf("held %d chunks, drops %v; want none held and one unsolicited", len(ch), seam.Dropped())
 	}
 }

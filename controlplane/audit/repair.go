@@ -37,7 +37,7 @@ func (a *Auditor) now() time.Time {
 // report-only mode the same requests are recorded and none is sent. Report-only climbs the
 // ledger's dry-run ladder (ledgerPolicy): it records each request when auto-repair would send
 // it, on the same backoff, and spends no ledger attempt.
-func (a *Auditor) act(ctx context.Context, origin, control string, from, to int64, decisions []store.LedgerDecision) (int, error) {
+func (a *Auditor) act(ctx context.Context, origin string, from, to int64, decisions []store.LedgerDecision) (int, error) {
 	batches := map[[2]string][]string{}
 	var keys [][2]string
 	for _, d := range decisions {

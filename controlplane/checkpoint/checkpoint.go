@@ -71,7 +71,7 @@ func (p *Publisher) Publish(ctx context.Context) (int, error) {
 		if row.EventType == nil {
 			continue // the origin has never emitted anything: no (tenant, type) subject to prove
 		}
-		order = append(order, wire.Checkpoint{Origin: p.Service, Control: wire.ControlSubject(p.Service),
+		order = append(order, wire.Checkpoint{Origin: p.Service,
 			IntervalS: max(1, int(p.Interval.Seconds())), Generation: generation, From: row.From, To: row.To,
 			Type: *row.EventType, At: at,
 			Tenants: []wire.CheckpointTenant{{Tenant: deref(row.Tenant), N: row.N, First: row.First, Last: row.Last,
@@ -165,7 +165,9 @@ func (v *Verifier) Verify(ctx context.Context, cp wire.Checkpoint, ordered bool)
 		return nil
 	}
 	v.received.Add(1)
-	restored, err := store.OriginObserve(ctx, v.Pool, store.OriginSighting{Origin: cp.Origin, Control: cp.Control,
+	restored, err := store.OriginObserve(ctx, v.Pool, store.OriginSighting{Origin: cp.Origin,
+		// The address is computed from the authenticated names, never the message's (invariant 12).
+		Control:   wire.ControlSubjectFrom(cp.Origin, v.Service),
 		IntervalS: cp.IntervalS, Generation: cp.Generation, To: cp.To})
 	if err != nil {
 		return err

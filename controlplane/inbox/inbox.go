@@ -297,6 +297,12 @@ func (in *Inbox) checkpoint(ctx context.Context, m jetstream.Msg, ordered bool) 
 	if err != nil {
 		return in.reject(ctx, m, nil, err.Error())
 	}
+	if sender, ok := wire.EventSender(m.Subject()); !ok || sender != cp.Origin {
+		// Invariant 12: a checkpoint counts only for the origin whose subject it rides (the
+		// broker lets a service publish only its own subjects); one claiming another origin would
+		// inflate that origin's lanes with phantom type_seqs.
+		return in.reject(ctx, m, nil, fmt.Sprintf("%s: checkpoint claims origin %q on the subject of %q", wire.DropForgedSender, cp.Origin, sender))
+	}
 	// A checkpoint counts the events of the subject it rides: one naming another (origin,
 	// tenant, type) would verify lanes this subject does not carry (invariant 11).
 	if !wire.SubjectNamesEvent(m.Subject(), cp.Origin, cp.Tenants[0].Tenant, cp.Type) {
@@ -331,6 +337,15 @@ func (in *Inbox) storeEvents(ctx context.Context, msgs []jetstream.Msg) error {
 		e, err := wire.DecodeEvent(m.Headers(), m.Data())
 		if err != nil {
 			if err := in.reject(ctx, m, nil, err.Error()); err != nil {
+				return err
+			}
+			continue
+		}
+		if !wire.SubjectNamesEvent(m.Subject(), e.Origin, e.Tenant, e.EventType) {
+			// Invariant 12: an event is accepted only from the origin, and for the tenant and
+			// type, its subject names; stored, a forgery would hold a real event's numbers.
+			if err := in.reject(ctx, m, nil, fmt.Sprintf("%s: event claims origin %q, tenant %q, type %q; its subject names otherwise",
+				wire.DropForgedSender, e.Origin, e.Tenant, e.EventType)); err != nil {
 				return err
 			}
 			continue

@@ -213,6 +213,61 @@ func TestInbox(t *testing.T) {
 		}
 	})
 
+	// Invariant 12 (authenticity): events and checkpoints are accepted only from the origin their
+	// subject names (the broker lets a service publish only its own subjects). An event on
+	// mallory's subject claiming orders, an event whose headers name a type its subject does not
+	// (one billing never subscribed to), and a checkpoint on mallory's subject claiming orders with
+	// 1000 phantom type_seqs: each recorded in inbox_rejects as forged_sender, nothing stored,
+	// never verified; the real events behind them are stored.
+	t.Run("RefusesEventsAndCheckpointsWhoseSubjectNamesAnotherOrigin", func(t *testing.T) {
+		t.Parallel()
+		in, b := setup(t)
+		var verified atomic.Int64
+		in.OnCheckpoint = func(context.Context, wire.Checkpoint, bool) error { verified.Add(1); return nil }
+
+		onMallorys := wire.EventMessage(ordersEvent(1, 1, eventTypes[0]))
+		onMallorys.Subject = wire.LiveSubject("mallory", "acme", eventTypes[0])
+		onMallorys.Header.Set(nats.MsgIdHdr, "mallory:1")
+		otherType := ordersEvent(2, 1, "order.refunded")
+		wrongType := wire.EventMessage(otherType)
+		wrongType.Subject = wire.LiveSubject("orders", "acme", eventTypes[1])
+		first, last := int64(1), int64(1000)
+		phantom, err := wire.CheckpointMessage(wire.Checkpoint{Origin: "orders", IntervalS: 60, At: time.Now(), From: 0, To: 1000,
+			Type: eventTypes[0], Tenants: []wire.CheckpointTenant{{Tenant: "acme", N: 1000, First: &first, Last: &last}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		phantom.Subject = wire.LiveSubject("mallory", "acme", eventTypes[0])
+		real := ordersEvent(1, 1, eventTypes[0])
+		publish(t, b, onMallorys, wrongType, phantom, wire.EventMessage(real))
+		testrun.Go(t, "inbox", in.Run)
+		testrun.WaitFor(t, "one stored and three rejected", func() bool {
+			c := in.Counts()
+			return c.Stored == 1 && c.Rejected == 3
+		})
+		if verified.Load() != 0 {
+			t.Fatalf("a forged checkpoint was verified %d times", verified.Load())
+		}
+		var forged int
+		if err := b.pool.QueryRow(ctx, "select count(*) from streamseal.inbox_rejects where reason like 'forged_sender:%'").Scan(&forged); err != nil {
+			t.Fatal(err)
+		}
+		if forged != 3 {
+			t.Fatalf("inbox_rejects holds %d forged_sender rows, want 3", forged)
+		}
+		if got := copiesOf(t, b.pool, "orders"); len(got) != 1 || got[0].EventID != real.EventID {
+			t.Fatalf("billing holds %+v, want only the real event", got)
+		}
+		var lanes, origins int
+		if err := b.pool.QueryRow(ctx, "select (select count(*) from streamseal.lanes), (select count(*) from streamseal.known_origins)").
+			Scan(&lanes, &origins); err != nil {
+			t.Fatal(err)
+		}
+		if lanes != 0 || origins != 0 {
+			t.Fatalf("forgeries touched %d lanes and %d known origins", lanes, origins)
+		}
+	})
+
 	// A service ignores its own events coming back on the shared subjects: not a copy, not a
 	// reject (DESIGN.md lessons: a service ignores what it sent).
 	t.Run("IgnoresItsOwnEventsComingBack", func(t *testing.T) {
@@ -285,7 +340,7 @@ func TestInbox(t *testing.T) {
 		for seq := int64(1); seq <= 10; seq++ {
 			publish(t, b, wire.EventMessage(ordersEvent(seq, seq, eventTypes[0])))
 		}
-		cp, err := wire.CheckpointMessage(wire.Checkpoint{Origin: "orders", Control: wire.ControlSubject("orders"), IntervalS: 60,
+		cp, err := wire.CheckpointMessage(wire.Checkpoint{Origin: "orders", IntervalS: 60,
 			At: time.Now(), From: 1, To: 11, Type: eventTypes[0], Tenants: []wire.CheckpointTenant{{Tenant: "acme", N: 10}}})
 		if err != nil {
 			t.Fatal(err)
@@ -334,7 +389,7 @@ func TestInbox(t *testing.T) {
 			return nil
 		}
 		checkpoint := func(from, to int64) *nats.Msg {
-			cp, err := wire.CheckpointMessage(wire.Checkpoint{Origin: "orders", Control: wire.ControlSubject("orders"), IntervalS: 60,
+			cp, err := wire.CheckpointMessage(wire.Checkpoint{Origin: "orders", IntervalS: 60,
 				At: time.Now(), From: from, To: to, Type: eventTypes[0], Tenants: []wire.CheckpointTenant{{Tenant: "acme", N: to - from}}})
 			if err != nil {
 				t.Fatal(err)
@@ -375,7 +430,7 @@ func TestInbox(t *testing.T) {
 			return nil
 		}
 		publish(t, b, wire.EventMessage(ordersEvent(1, 1, eventTypes[0])), wire.EventMessage(ordersEvent(2, 2, eventTypes[0])))
-		cp, err := wire.CheckpointMessage(wire.Checkpoint{Origin: "orders", Control: wire.ControlSubject("orders"), IntervalS: 60,
+		cp, err := wire.CheckpointMessage(wire.Checkpoint{Origin: "orders", IntervalS: 60,
 			At: time.Now(), From: 1, To: 3, Type: eventTypes[0], Tenants: []wire.CheckpointTenant{{Tenant: "acme", N: 2}}})
 		if err != nil {
 			t.Fatal(err)

@@ -143,7 +143,7 @@ func TestNode(t *testing.T) {
 			}
 		})
 		events := b.nats.Record(t, wire.EventsStream, "streamseal.evt.orders.>")
-		answers := b.nats.Record(t, wire.ControlStream, wire.ControlSubject("billing"))
+		answers := b.nats.Record(t, wire.ControlStream, wire.ControlFilters("billing")[0])
 		_, billing := b.nats.Connect(t, "billing")
 		start(t, n)
 		appended, err := store.EventsAppend(ctx, b.pool, []store.NewEvent{{Tenant: "acme", StreamID: "s", StreamVersion: 1, EventType: placed, Payload: []byte("{}")}})

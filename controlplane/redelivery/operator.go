@@ -36,9 +36,12 @@ func (o *Operator) Run(ctx context.Context, origin string, req wire.RedeliveryRe
 		return wire.RedeliverySummary{}, err
 	}
 	summaries := make(chan wire.RedeliverySummary, 1)
-	sub, err := o.NC.Subscribe(wire.ControlSubject(o.Service), func(m *nats.Msg) {
-		env, _, err := wire.Decode(m.Data, 0)
-		if err != nil || env.Kind != wire.KindRedeliverySummary || env.From != origin {
+	// The directed filter only; the seam binds the sender to the subject (invariant 12), so a
+	// summary claiming origin on anyone else's subject is not taken for the answer.
+	seam := &wire.Seam{Self: o.Service}
+	sub, err := o.NC.Subscribe(wire.ControlFilters(o.Service)[0], func(m *nats.Msg) {
+		env, _, ok := seam.Accept(m.Subject, m.Data)
+		if !ok || env.Kind != wire.KindRedeliverySummary || env.From != origin {
 			return
 		}
 		var s wire.RedeliverySummary

@@ -31,7 +31,7 @@ func TestRequest(t *testing.T) {
 		srv := natstest.Start(t)
 		_, js := srv.Connect(t, "billing")
 		db := dbtest.NewPool(t, "billing")
-		requests := srv.Record(t, wire.ControlStream, wire.ControlSubject("orders"))
+		requests := srv.Record(t, wire.ControlStream, wire.ControlFilters("orders")[0])
 		from, to := seqRange(1, 100)
 		req := wire.RedeliveryRequest{Tenants: []string{"acme"}, Types: eventTypes[:1], FromSeq: from, ToSeq: to, MaxEvents: 7}
 		id, err := redelivery.Request(ctx, db, js, "billing", "orders", req)

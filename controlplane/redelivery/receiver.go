@@ -38,6 +38,7 @@ type Receiver struct {
 
 	bundles, stored, refused atomic.Int64
 	followUps                atomic.Int64
+	seam                     *wire.Seam // the control endpoint's, where dropped answers are counted
 }
 
 // FollowUps counts the requests sent for the rest of a truncated answer.
@@ -53,6 +54,7 @@ func (r *Receiver) Register(control *wire.Control) {
 	if r.Logger == nil {
 		r.Logger = slog.Default()
 	}
+	r.seam = control.Seam
 	control.Handle(wire.KindRedeliveryBundle, r.onBundle)
 	control.HandleBatch(wire.KindRedeliveryBundle, r.onBundles)
 	control.Handle(wire.KindRedeliverySummary, r.onSummary)
@@ -60,10 +62,16 @@ func (r *Receiver) Register(control *wire.Control) {
 
 func (r *Receiver) onBundle(ctx context.Context, env wire.Envelope, attachment []byte) error {
 	r.bundles.Add(1)
-	copies, err := Unbundle(env, attachment)
+	b, copies, err := unbundle(env, attachment)
 	if err != nil {
 		r.refused.Add(1)
 		return fmt.Errorf("%w: %v", wire.ErrPermanent, err)
+	}
+	if reason, err := r.checkBundle(ctx, env, b, copies); err != nil || reason != "" {
+		if err == nil {
+			r.drop(reason, env, fmt.Sprintf("bundle of %d events for request %s", len(copies), b.RequestID))
+		}
+		return err
 	}
 	added, err := store.EventsIngest(ctx, r.Pool, copies)
 	if err != nil {
@@ -82,9 +90,13 @@ func (r *Receiver) onBundle(ctx context.Context, env wire.Envelope, attachment [
 func (r *Receiver) onBundles(ctx context.Context, envs []wire.Envelope, attachments [][]byte) error {
 	var copies []store.EventCopy
 	for i, env := range envs {
-		c, err := Unbundle(env, attachments[i])
+		b, c, err := unbundle(env, attachments[i])
 		if err != nil {
 			return err
+		}
+		if reason, err := r.checkBundle(ctx, env, b, c); err != nil || reason != "" {
+			// Each message alone then: the one to drop is dropped and counted, the rest stored.
+			return fmt.Errorf("bundle for request %s not stored with its run: %v%s", b.RequestID, err, reason)
 		}
 		copies = append(copies, c...)
 	}
@@ -101,6 +113,12 @@ func (r *Receiver) onSummary(ctx context.Context, env wire.Envelope, _ []byte) e
 	var s wire.RedeliverySummary
 	if err := strictJSON(env.Body, &s); err != nil {
 		return fmt.Errorf("%w: summary from %s: %v", wire.ErrPermanent, env.From, err)
+	}
+	if reason, err := r.checkSummary(ctx, env, s); err != nil || reason != "" {
+		if err == nil {
+			r.drop(reason, env, fmt.Sprintf("summary of request %s (%d cannot-re-deliver entries)", s.RequestID, len(s.Unservable)))
+		}
+		return err
 	}
 	for _, u := range s.Unservable {
 		r.Logger.Warn("repair: origin cannot re-deliver", "origin", env.From, "request", s.RequestID,
@@ -164,28 +182,82 @@ func (r *Receiver) answered(ctx context.Context, origin string, s wire.Redeliver
 	return nil
 }
 
+// checkBundle asks SQL whether a bundle answers an open request this service sent its sender,
+// every event within that request's scope (invariant 12); "" when it does, else the drop reason.
+func (r *Receiver) checkBundle(ctx context.Context, env wire.Envelope, b wire.Bundle, copies []store.EventCopy) (string, error) {
+	id, err := uuid.Parse(b.RequestID)
+	if err != nil {
+		return wire.DropUnsolicited, nil
+	}
+	items := make([]store.AnswerItem, len(copies))
+	for i := range copies {
+		c := &copies[i]
+		items[i] = store.AnswerItem{Tenant: c.Tenant, EventType: &c.EventType, StreamID: &c.StreamID,
+			OriginSeqLo: &c.OriginSeq, TypeSeqLo: &c.TypeSeq}
+	}
+	return store.SentRequestCheckAnswer(ctx, r.Pool, id, env.From, false, items)
+}
+
+// checkSummary asks SQL whether a summary answers an open request this service sent its sender,
+// every "cannot re-deliver" entry within that request's scope, and marks the request answered
+// when it does (invariant 12): a forged summary never turns a gap into accepted loss.
+func (r *Receiver) checkSummary(ctx context.Context, env wire.Envelope, s wire.RedeliverySummary) (string, error) {
+	id, err := uuid.Parse(s.RequestID)
+	if err != nil {
+		return wire.DropUnsolicited, nil
+	}
+	var items []store.AnswerItem
+	for _, u := range s.Unservable {
+		var eventType *string
+		if u.Type != "" {
+			eventType = &u.Type
+		}
+		items = append(items, store.AnswerItem{Tenant: u.Tenant, EventType: eventType})
+		for _, ts := range u.TypeSeqs {
+			items = append(items, store.AnswerItem{Tenant: u.Tenant, EventType: eventType, TypeSeqLo: &ts[0], TypeSeqHi: &ts[1]})
+		}
+		for _, os := range u.OriginSeqs {
+			items = append(items, store.AnswerItem{Tenant: u.Tenant, EventType: eventType, OriginSeqLo: &os[0], OriginSeqHi: &os[1]})
+		}
+	}
+	return store.SentRequestCheckAnswer(ctx, r.Pool, id, env.From, true, items)
+}
+
+// drop counts (at the control endpoint's seam, when registered) and logs an answer not acted on.
+func (r *Receiver) drop(reason string, env wire.Envelope, detail string) {
+	if r.seam != nil {
+		r.seam.Count(reason, env, detail)
+		return
+	}
+	r.Logger.Warn("repair: answer dropped", "reason", reason, "from", env.From, "detail", detail)
+}
+
 // Unbundle turns a bundle into copies with their original identity, refusing any bundle whose
 // events and attachment disagree or that carries another origin's events.
 func Unbundle(env wire.Envelope, attachment []byte) ([]store.EventCopy, error) {
-	var b wire.Bundle
+	_, copies, err := unbundle(env, attachment)
+	return copies, err
+}
+
+func unbundle(env wire.Envelope, attachment []byte) (b wire.Bundle, _ []store.EventCopy, _ error) {
 	if err := strictJSON(env.Body, &b); err != nil {
-		return nil, fmt.Errorf("bundle from %s: %w", env.From, err)
+		return b, nil, fmt.Errorf("bundle from %s: %w", env.From, err)
 	}
 	if b.Origin != env.From {
-		return nil, fmt.Errorf("bundle sent by %s claims origin %q: an origin re-delivers only its own lane", env.From, b.Origin)
+		return b, nil, fmt.Errorf("bundle sent by %s claims origin %q: an origin re-delivers only its own lane", env.From, b.Origin)
 	}
 	if len(b.Events) == 0 {
-		return nil, fmt.Errorf("bundle from %s holds no events", env.From)
+		return b, nil, fmt.Errorf("bundle from %s holds no events", env.From)
 	}
 	total := 0
 	for _, e := range b.Events {
 		if e.Len < 0 || e.Len > len(attachment) {
-			return nil, fmt.Errorf("bundle from %s: event %s claims %d payload bytes", env.From, e.ID, e.Len)
+			return b, nil, fmt.Errorf("bundle from %s: event %s claims %d payload bytes", env.From, e.ID, e.Len)
 		}
 		total += e.Len
 	}
 	if total != len(attachment) {
-		return nil, fmt.Errorf("bundle from %s: events claim %d payload bytes, attachment holds %d", env.From, total, len(attachment))
+		return b, nil, fmt.Errorf("bundle from %s: events claim %d payload bytes, attachment holds %d", env.From, total, len(attachment))
 	}
 	copies := make([]store.EventCopy, len(b.Events))
 	offset := 0
@@ -205,5 +277,5 @@ func Unbundle(env wire.Envelope, attachment []byte) ([]store.EventCopy, error) {
 		}
 		offset += e.Len
 	}
-	return copies, nil
+	return b, copies, nil
 }

@@ -218,6 +218,135 @@ func TestReceiver(t *testing.T) {
 		}
 	})
 
+	// Invariant 12 (answers only answer requests): a bundle is stored only when it answers a
+	// request billing sent, that is still open, to the origin that sends it, and only within that
+	// request's scope. Each forgery is dropped and counted with its reason; nothing of it is stored.
+	t.Run("DropsBundlesThatAnswerNoOpenRequestOrLeaveItsScope", func(t *testing.T) {
+		t.Parallel()
+		r, b := setup(t)
+		_, shipping := b.nats.Connect(t, "shipping")
+		start(t, r, b)
+
+		// Unsolicited: a request id billing never sent.
+		unsolicited, unsolicitedBytes := bundleOf(uuid.NewString(), false, ordersCopies("u", 1, 2))
+		send(t, b, wire.KindRedeliveryBundle, "orders", unsolicited, unsolicitedBytes)
+		// Unsolicited: shipping answering (as itself) a request billing sent to orders.
+		asked := ask(t, b)
+		fromShipping := ordersCopies("v", 3, 2)
+		for i := range fromShipping {
+			fromShipping[i].Origin = "shipping"
+		}
+		shippingBundle, shippingBytes := bundleOf(asked, false, fromShipping)
+		env, err := wire.NewEnvelope(wire.KindRedeliveryBundle, "shipping", "billing", shippingBundle)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := wire.Publish(ctx, shipping, env, shippingBytes); err != nil {
+			t.Fatal(err)
+		}
+		// Out of scope: the request asked for tenant acme, type eventTypes[0]; this bundle holds
+		// another type and another tenant.
+		otherType, otherTenant := ordersCopies("w", 5, 1), ordersCopies("x", 6, 1)
+		otherType[0].EventType, otherTenant[0].Tenant = eventTypes[1], "globex"
+		for _, c := range [][]store.EventCopy{otherType, otherTenant} {
+			bundle, bytes := bundleOf(asked, false, c)
+			send(t, b, wire.KindRedeliveryBundle, "orders", bundle, bytes)
+		}
+		// Replayed: a bundle of a request already answered (its final summary came).
+		old := ask(t, b)
+		send(t, b, wire.KindRedeliverySummary, "orders", wire.RedeliverySummary{RequestID: old, Origin: "orders"}, nil)
+		replayed, replayedBytes := bundleOf(old, false, ordersCopies("y", 7, 2))
+		send(t, b, wire.KindRedeliveryBundle, "orders", replayed, replayedBytes)
+		// Forged sender: on shipping's subject, claiming orders.
+		forged, forgedBytes := bundleOf(asked, false, ordersCopies("z", 9, 2))
+		forgedEnv, err := wire.NewEnvelope(wire.KindRedeliveryBundle, "orders", "billing", forged)
+		if err != nil {
+			t.Fatal(err)
+		}
+		data, err := wire.Encode(forgedEnv, forgedBytes)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := shipping.Publish(ctx, wire.ControlSubjectFrom("billing", "shipping"), data); err != nil {
+			t.Fatal(err)
+		}
+		// And the one honest bundle, last: everything before it has been handled when it is stored.
+		good, goodBytes := bundleOf(asked, false, ordersCopies("g", 11, 2))
+		send(t, b, wire.KindRedeliveryBundle, "orders", good, goodBytes)
+		testrun.WaitFor(t, "every message handled", func() bool { return b.control.Finished() == 8 })
+
+		want := map[string]int64{wire.DropUnsolicited: 2, wire.DropOutOfScope: 2, wire.DropReplayed: 1, wire.DropForgedSender: 1}
+		if got := b.control.Seam.Dropped(); fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Fatalf("drops %v, want %v", got, want)
+		}
+		if got := lane(t, b.pool, "orders"); len(got) != 2 || got[0].StreamID != "g" || len(lane(t, b.pool, "shipping")) != 0 {
+			t.Fatalf("billing holds %d events of orders (%+v) and %d of shipping; want only the honest bundle's 2",
+				len(got), got, len(lane(t, b.pool, "shipping")))
+		}
+	})
+
+	// Invariant 12, the forged "cannot re-deliver" summary: a summary turns a confirmed gap into
+	// accepted loss only when it answers billing's open request for it, from the origin asked,
+	// within the request's scope, once. A forged summary (another sender, an unknown request, a
+	// claim outside the request, a replay) changes no lane.
+	t.Run("ForgedSummariesLeaveAConfirmedGapAlone", func(t *testing.T) {
+		t.Parallel()
+		r, b := setup(t)
+		requestID := laneWithRequestedHole(t, b.pool, b.nats)
+		r.AcceptUnservable = true
+		_, shipping := b.nats.Connect(t, "shipping")
+		start(t, r, b)
+		hole := []wire.Unservable{{Tenant: "acme", Type: eventTypes[0], Reason: "absent", TypeSeqs: [][2]int64{{3, 4}}}}
+		// Readiness reads lanes with a confirmed gap: one before, and still one after the forgeries.
+		confirmedGaps := func() int64 {
+			all, _, err := store.LanesWithConfirmedGapsCount(ctx, b.pool, time.Now())
+			if err != nil {
+				t.Fatal(err)
+			}
+			return all
+		}
+		if n := confirmedGaps(); n != 1 {
+			t.Fatalf("premise: %d lanes with a confirmed gap, want 1", n)
+		}
+
+		// On shipping's subject claiming orders.
+		forgedEnv, err := wire.NewEnvelope(wire.KindRedeliverySummary, "orders", "billing",
+			wire.RedeliverySummary{RequestID: requestID, Origin: "orders", Unservable: hole})
+		if err != nil {
+			t.Fatal(err)
+		}
+		data, err := wire.Encode(forgedEnv, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := shipping.Publish(ctx, wire.ControlSubjectFrom("billing", "shipping"), data); err != nil {
+			t.Fatal(err)
+		}
+		// Shipping as itself, answering billing's request to orders.
+		send(t, b, wire.KindRedeliverySummary, "shipping", wire.RedeliverySummary{RequestID: requestID, Origin: "shipping", Unservable: hole}, nil)
+		// Orders' name, a request id billing never sent.
+		send(t, b, wire.KindRedeliverySummary, "orders", wire.RedeliverySummary{RequestID: uuid.NewString(), Origin: "orders", Unservable: hole}, nil)
+		// The right request, a claim beyond it: type_seqs 3..1000 when 3 was asked for.
+		send(t, b, wire.KindRedeliverySummary, "orders", wire.RedeliverySummary{RequestID: requestID, Origin: "orders",
+			Unservable: []wire.Unservable{{Tenant: "acme", Type: eventTypes[0], Reason: "absent", TypeSeqs: [][2]int64{{3, 1000}}}}}, nil)
+		testrun.WaitFor(t, "the forgeries handled", func() bool { return b.control.Finished() == 4 })
+		if got := laneState(t, b.pool); got != "floor 2, holes {[3,4)}, accepted losses {}" {
+			t.Fatalf("forged summaries moved the lane: %s", got)
+		}
+		if n := confirmedGaps(); n != 1 {
+			t.Fatalf("forged summaries left %d lanes with a confirmed gap, want 1 (readiness must stay degraded)", n)
+		}
+		want := map[string]int64{wire.DropUnsolicited: 2, wire.DropOutOfScope: 1, wire.DropForgedSender: 1}
+		if got := b.control.Seam.Dropped(); fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Fatalf("drops %v, want %v", got, want)
+		}
+		var answered bool
+		if err := b.pool.QueryRow(ctx, "select answered_at is not null from streamseal.sent_requests where request_id = $1", requestID).
+			Scan(&answered); err != nil || answered {
+			t.Fatalf("the request is marked answered (%v) by forged summaries", err)
+		}
+	})
+
 	// Invariant 14: a truncated answer is followed at once by a request for the rest: the same
 	// scope, continued after the last event shipped, recorded as a follow-up of the first. A
 	// truncated answer to a request billing never sent, or one that does not move past where its
@@ -227,7 +356,7 @@ func TestReceiver(t *testing.T) {
 		r, b := setup(t)
 		_, js := b.nats.Connect(t, "billing-requests")
 		r.JS = js
-		requests := b.nats.Record(t, wire.ControlStream, wire.ControlSubject("orders"))
+		requests := b.nats.Record(t, wire.ControlStream, wire.ControlFilters("orders")[0])
 		start(t, r, b)
 		from, to := seqRange(1, 1000)
 		req := wire.RedeliveryRequest{Tenants: []string{"acme"}, Types: eventTypes[:1], Streams: []string{"s", "t"},
@@ -264,7 +393,7 @@ func TestReceiver(t *testing.T) {
 		send(t, b, wire.KindRedeliverySummary, "orders", wire.RedeliverySummary{RequestID: rest.RequestID, Origin: "orders",
 			Shipped: 4, Truncated: true, ResumeAfter: &wire.Position{Stream: "s", Version: 4}}, nil)
 		testrun.WaitFor(t, "every summary handled", func() bool { return b.control.Finished() == 3 })
-		if n := b.nats.Count(t, wire.ControlStream, wire.ControlSubject("orders")); n != 2 || r.FollowUps() != 1 {
+		if n := b.nats.Count(t, wire.ControlStream, wire.ControlFilters("orders")[0]); n != 2 || r.FollowUps() != 1 {
 			t.Fatalf("%d requests on orders' subject, %d follow-ups; want only the request and one follow-up", n, r.FollowUps())
 		}
 	})
@@ -365,7 +494,7 @@ func laneWithRequestedHole(t *testing.T, pool *pgxpool.Pool, srv *natstest.Serve
 	if _, err := store.EventsIngest(ctx, pool, append(copies[:2:2], copies[3:]...)); err != nil {
 		t.Fatal(err)
 	}
-	requests := srv.Record(t, wire.ControlStream, wire.ControlSubject("orders"))
+	requests := srv.Record(t, wire.ControlStream, wire.ControlFilters("orders")[0])
 	_, js := srv.Connect(t, "billing")
 	checkpointtest.VerifyAndRequest(t, pool, js, "billing", checkpointtest.Announcing("orders", eventTypes[0], 1, 6, "acme", 1, 5))
 	checkpointtest.VerifyAndRequest(t, pool, js, "billing", checkpointtest.Heartbeat("orders", eventTypes[0], "acme", 6, 6))

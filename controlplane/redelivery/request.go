@@ -16,9 +16,9 @@ import (
 	"github.com/streamseal/streamseal/controlplane/wire"
 )
 
-// Send records req as sent by service from source (store.Source*) and publishes it to origin:
-// to the control address origin's checkpoints announced, or, for an origin not heard from yet
-// (an operator's request), to its default control subject. follows names the request whose
+// Send records req as sent by service from source (store.Source*) and publishes it to origin on
+// the subject naming both (wire.ControlSubjectFrom(origin, service)): an origin's address is
+// computed from its authenticated name, never taken from a message (invariant 12). follows names the request whose
 // truncated answer req continues (uuid.Nil for none). A request recorded and then lost on the way
 // is what re-asking is for.
 func Send(ctx context.Context, db store.Querier, js jetstream.JetStream, service, origin, source string, req wire.RedeliveryRequest, follows uuid.UUID) error {
@@ -33,18 +33,11 @@ func Send(ctx context.Context, db store.Querier, js jetstream.JetStream, service
 	if err := store.SentRequestRecord(ctx, db, store.SentRequest{RequestID: id, Origin: origin, Source: source, Request: body, Follows: follows}); err != nil {
 		return err
 	}
-	control, known, err := store.OriginControl(ctx, db, origin)
-	if err != nil {
-		return err
-	}
-	if !known {
-		control = wire.ControlSubject(origin)
-	}
 	env, err := wire.NewEnvelope(wire.KindRedeliveryRequest, service, origin, req)
 	if err != nil {
 		return err
 	}
-	return wire.PublishTo(ctx, js, control, env, nil)
+	return wire.Publish(ctx, js, env, nil)
 }
 
 // Request sends a redelivery request from service to origin as an operator's (Send, source

@@ -65,6 +65,7 @@ type Server struct {
 	OnBuild func(requestID, phase string)
 
 	wake             chan struct{}
+	seam             *wire.Seam // the control endpoint's, where replayed requests are counted
 	refused, shipped atomic.Int64
 	requestsReceived atomic.Int64
 }
@@ -79,6 +80,10 @@ const (
 	BuildAttemptsMax = 5
 	// QueuePollInterval is the failsafe look at the queue for requests another replica accepted.
 	QueuePollInterval = 5 * time.Second
+	// ServedRetentionDefault is how long a served request id is remembered, so a replay of it is
+	// dropped instead of rebuilt (invariant 12). Requesters re-ask under new ids; a replay older
+	// than this is a new request again, bounded by grants and the queue like any other.
+	ServedRetentionDefault = 7 * 24 * time.Hour
 )
 
 // Counts: requests received and refused, events shipped.
@@ -89,6 +94,7 @@ func (s *Server) Counts() (received, refused, shipped int64) {
 // Register installs the request handler on control. Call before control.Run, then Run.
 func (s *Server) Register(control *wire.Control) {
 	s.wake = make(chan struct{}, 1)
+	s.seam = control.Seam
 	control.Handle(wire.KindRedeliveryRequest, s.accept)
 }
 
@@ -116,6 +122,15 @@ func (s *Server) accept(ctx context.Context, env wire.Envelope, _ []byte) error 
 	}
 	if outcome == store.QueueFull {
 		return errors.New("redelivery queue full: the request stays on the broker")
+	}
+	if outcome == store.QueueDuplicate {
+		s.drop(wire.DropReplayed, env, "request "+req.RequestID+" waits in the queue already")
+		return nil
+	}
+	if outcome == store.QueueServed {
+		// Invariant 12: an origin serves a request id once; a replay is never rebuilt.
+		s.drop(wire.DropReplayed, env, "request "+req.RequestID+" was served already")
+		return nil
 	}
 	select {
 	case s.wake <- struct{}{}:
@@ -224,7 +239,7 @@ func (s *Server) serveLocked(ctx context.Context, q store.QueuedRequest) error {
 			reason = "the queued request does not decode: " + err.Error()
 		}
 		s.refuse(q.Requester, req, reason)
-		return store.RedeliveryQueueRemove(ctx, s.Pool, q.RequestID)
+		return store.RedeliveryQueueRemove(ctx, s.Pool, q, ServedRetentionDefault)
 	}
 	if err := s.build(ctx, q.Requester, req); err != nil {
 		return fmt.Errorf("build request %s of %s (attempt %d): %w", req.RequestID, q.Requester, attempts, err)
@@ -233,7 +248,7 @@ func (s *Server) serveLocked(ctx context.Context, q store.QueuedRequest) error {
 	if _, err := store.DestructionHoldRelease(ctx, s.Pool, q.RequestID); err != nil {
 		return err
 	}
-	return store.RedeliveryQueueRemove(ctx, s.Pool, q.RequestID)
+	return store.RedeliveryQueueRemove(ctx, s.Pool, q, ServedRetentionDefault)
 }
 
 func (s *Server) fillLimits() { s.Limits = WithDefaults(s.Limits) }
@@ -366,6 +381,15 @@ func (s *Server) authorize(ctx context.Context, requester string, req wire.Redel
 	return "", nil
 }
 
+// drop counts (at the control endpoint's seam, when registered) and logs a request not served.
+func (s *Server) drop(reason string, env wire.Envelope, detail string) {
+	if s.seam != nil {
+		s.seam.Count(reason, env, detail)
+		return
+	}
+	s.Logger.Warn("redelivery: request dropped", "reason", reason, "from", env.From, "detail", detail)
+}
+
 func (s *Server) refuse(requester string, req wire.RedeliveryRequest, reason string) {
 	s.refused.Add(1)
 	s.Logger.Warn("redelivery: request refused, nothing sent", "request", req.RequestID, "requester", requester,
@@ -449,7 +473,7 @@ func (b *bundler) flush() error {
 			return err
 		}
 	}
-	future, err := b.server.JS.PublishAsync(wire.ControlSubject(b.requester), data)
+	future, err := b.server.JS.PublishAsync(wire.ControlSubjectFrom(b.requester, b.server.Service), data)
 	if err != nil {
 		return fmt.Errorf("publish bundle to %s: %w", b.requester, err)
 	}

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/uuid"
+
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -46,7 +48,7 @@ func TestServer(t *testing.T) {
 		return &redelivery.Server{Pool: pool, JS: js, Service: "orders", Logger: testrun.Logger(t)},
 			&testBundle{pool: pool, nats: srv, control: natstest.Control(t, js, "orders"), billing: billing,
 				billingDB: dbtest.NewPool(t, "billing"),
-				answers:   srv.Record(t, wire.ControlStream, wire.ControlSubject("billing"))}
+				answers:   srv.Record(t, wire.ControlStream, wire.ControlFilters("billing")[0])}
 	}
 
 	// start registers the server on the origin's control endpoint and runs both for the test.
@@ -204,7 +206,7 @@ func TestServer(t *testing.T) {
 		ask(t, b, wire.RedeliveryRequest{Tenants: []string{"globex"}, Types: eventTypes[2:], FromSeq: from, ToSeq: to, MaxEvents: 100})
 		ask(t, b, wire.RedeliveryRequest{Tenants: []string{"acme", "globex"}, Types: eventTypes[2:], FromSeq: from, ToSeq: to, MaxEvents: 100})
 		testrun.WaitFor(t, "both requests naming globex refused", func() bool { _, refused, _ := s.Counts(); return refused == 2 })
-		if n := b.nats.Count(t, wire.ControlStream, wire.ControlSubject("billing")); n != 0 {
+		if n := b.nats.Count(t, wire.ControlStream, wire.ControlFilters("billing")[0]); n != 0 {
 			t.Fatalf("the origin sent %d messages to billing for requests naming globex, want none", n)
 		}
 
@@ -246,7 +248,7 @@ func TestServer(t *testing.T) {
 			t.Fatal(err)
 		}
 		testrun.WaitFor(t, "three refusals", func() bool { _, refused, _ := s.Counts(); return refused == 3 })
-		if n := b.nats.Count(t, wire.ControlStream, wire.ControlSubject("billing")); n != 0 {
+		if n := b.nats.Count(t, wire.ControlStream, wire.ControlFilters("billing")[0]); n != 0 {
 			t.Fatalf("the origin sent %d messages to billing for refused requests, want none", n)
 		}
 
@@ -254,11 +256,79 @@ func TestServer(t *testing.T) {
 		if good.summary.Shipped != 5 {
 			t.Fatalf("the good request after the refusals shipped %d, want 5", good.summary.Shipped)
 		}
-		if n := b.nats.Count(t, wire.ControlStream, wire.ControlSubject("billing")); n != uint64(good.summary.Bundles+1) {
+		if n := b.nats.Count(t, wire.ControlStream, wire.ControlFilters("billing")[0]); n != uint64(good.summary.Bundles+1) {
 			t.Fatalf("billing's inbox holds %d messages, want only the good request's %d bundles and its summary", n, good.summary.Bundles)
 		}
 		if received, refused, shipped := s.Counts(); received != 3 || refused != 3 || shipped != 5 {
 			t.Fatalf("counts: received %d, refused %d, shipped %d; want 3 decoded requests, 3 refusals, 5 shipped", received, refused, shipped)
+		}
+	})
+
+	// Invariant 12: the sender is the one the subject names. A plain NATS client on shipping's
+	// subject claiming billing (which orders grants) gets nothing built and nothing shipped to
+	// anyone: the request is dropped at the seam as forged_sender.
+	t.Run("ShipsNothingForARequestClaimingAnotherSender", func(t *testing.T) {
+		t.Parallel()
+		s, b := setup(t)
+		streamOf(t, b.pool, "s", eventTypes[0], 5, 10)
+		start(t, s, b)
+		from, to := seqRange(1, 1<<40)
+		req := wire.RedeliveryRequest{RequestID: uuid.NewString(), Tenants: acme, Types: eventTypes[:1], FromSeq: from, ToSeq: to, MaxEvents: 100}
+		env, err := wire.NewEnvelope(wire.KindRedeliveryRequest, "billing", "orders", req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		data, err := wire.Encode(env, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// A plain client on the bus (the test server's own connection), publishing shipping's subject.
+		if _, err := b.nats.JS.Publish(ctx, wire.ControlSubjectFrom("orders", "shipping"), data); err != nil {
+			t.Fatal(err)
+		}
+		testrun.WaitFor(t, "the forged request handled", func() bool { return b.control.Finished() == 1 })
+		if got := b.control.Seam.Dropped(); got[wire.DropForgedSender] != 1 || len(got) != 1 {
+			t.Fatalf("drops %v, want one forged_sender", got)
+		}
+		if received, _, shipped := s.Counts(); received != 0 || shipped != 0 {
+			t.Fatalf("the forged request was received (%d) and shipped %d events", received, shipped)
+		}
+		if n := b.nats.Count(t, wire.ControlStream, "streamseal.ctl.*.orders"); n != 0 {
+			t.Fatalf("orders sent %d control messages for a forged request", n)
+		}
+	})
+
+	// Invariant 12: an origin serves a request id once. A replayed request (the same id again,
+	// even from the requester itself) is dropped and counted as replayed, never rebuilt: one
+	// replayed 300-byte request once shipped 5 000 events again each time.
+	t.Run("ServesARequestIDOnce", func(t *testing.T) {
+		t.Parallel()
+		s, b := setup(t)
+		streamOf(t, b.pool, "s", eventTypes[0], 5, 10)
+		start(t, s, b)
+		from, to := seqRange(1, 1<<40)
+		req := wire.RedeliveryRequest{Tenants: acme, Types: eventTypes[:1], FromSeq: from, ToSeq: to, MaxEvents: 100}
+		first := awaitAnswer(t, b.answers, ask(t, b, req))
+		if first.summary.Shipped != 5 {
+			t.Fatalf("the first request shipped %d, want 5", first.summary.Shipped)
+		}
+		replay := req
+		replay.RequestID = first.summary.RequestID
+		env, err := wire.NewEnvelope(wire.KindRedeliveryRequest, "billing", "orders", replay)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := wire.Publish(ctx, b.billing, env, nil); err != nil {
+			t.Fatal(err)
+		}
+		// A later request is served after the replay was handled (one control consumer, in order).
+		second := awaitAnswer(t, b.answers, ask(t, b, req))
+		if n := b.nats.Count(t, wire.ControlStream, wire.ControlFilters("billing")[0]); n != uint64(first.summary.Bundles+second.summary.Bundles+2) {
+			t.Fatalf("billing's inbox holds %d messages, want the two answers' %d bundles and 2 summaries: the replay was rebuilt",
+				n, first.summary.Bundles+second.summary.Bundles)
+		}
+		if got := b.control.Seam.Dropped()[wire.DropReplayed]; got != 1 {
+			t.Fatalf("replayed drops = %d, want 1 (%v)", got, b.control.Seam.Dropped())
 		}
 	})
 

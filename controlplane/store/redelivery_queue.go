@@ -10,6 +10,7 @@ package store
 import (
 	"context"
 	"errors"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -28,18 +29,24 @@ const (
 	QueueAdded     = "added"     // accepted now
 	QueueDuplicate = "duplicate" // this request id waits already
 	QueueFull      = "full"      // the queue holds its maximum: leave the request on the broker
+	QueueServed    = "served"    // this request id was served already: a replay, never rebuilt
 )
 
-// RedeliveryQueueAdd accepts a request unless the queue already holds max requests.
+// RedeliveryQueueAdd accepts a request unless its id was served already (streamseal.served_requests:
+// an origin serves a request id once) or the queue already holds max requests.
 func RedeliveryQueueAdd(ctx context.Context, db Querier, q QueuedRequest, max int) (string, error) {
 	var outcome string
 	if err := db.QueryRow(ctx, `
-		with added as (
+		with served as (
+		    select from streamseal.served_requests where request_id = $1),
+		added as (
 		    insert into streamseal.redelivery_queue (request_id, requester, request)
 		    select $1, $2, $3 where (select count(*) from streamseal.redelivery_queue) < $4
+		        and not exists (select from served)
 		    on conflict (request_id) do nothing
 		    returning 1)
 		select case when exists (select from added) then 'added'
+		            when exists (select from served) then 'served'
 		            when exists (select from streamseal.redelivery_queue where request_id = $1) then 'duplicate'
 		            else 'full' end`,
 		q.RequestID, q.Requester, q.Request, max).Scan(&outcome); err != nil {
@@ -97,9 +104,19 @@ func RedeliveryQueueAttempt(ctx context.Context, db Querier, requestID uuid.UUID
 	return attempts, true, nil
 }
 
-// RedeliveryQueueRemove forgets a served (or given up) request.
-func RedeliveryQueueRemove(ctx context.Context, db Querier, requestID uuid.UUID) error {
-	if _, err := db.Exec(ctx, "delete from streamseal.redelivery_queue where request_id = $1", requestID); err != nil {
+// RedeliveryQueueRemove forgets a served (or given up) request and records its id as served
+// (streamseal.served_requests), so a replay of it is never rebuilt; served ids older than
+// retention are pruned in the same statement.
+func RedeliveryQueueRemove(ctx context.Context, db Querier, q QueuedRequest, retention time.Duration) error {
+	if _, err := db.Exec(ctx, `
+		with removed as (
+		    delete from streamseal.redelivery_queue where request_id = $1),
+		recorded as (
+		    insert into streamseal.served_requests (request_id, requester) values ($1, $2)
+		    on conflict (request_id) do nothing)
+		delete from streamseal.served_requests
+		where served_at < now() - make_interval(secs => $3) and request_id <> $1`,
+		q.RequestID, q.Requester, retention.Seconds()); err != nil {
 		return classify("remove served redelivery request", err)
 	}
 	return nil

@@ -71,19 +71,6 @@ func SentRequestsPrune(ctx context.Context, db Querier, olderThan time.Duration)
 	return tag.RowsAffected(), nil
 }
 
-// OriginControl returns the control subject origin's checkpoints announced; ok is false for an
-// origin this service has not heard from.
-func OriginControl(ctx context.Context, db Querier, origin string) (subject string, ok bool, err error) {
-	err = db.QueryRow(ctx, "select control_subject from streamseal.known_origins where origin = $1", origin).Scan(&subject)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return "", false, nil
-	}
-	if err != nil {
-		return "", false, classify("read control address of "+origin, err)
-	}
-	return subject, true, nil
-}
-
 // SentRequestsUnanswered counts the requests sent to origin whose answer has not come (yet).
 func SentRequestsUnanswered(ctx context.Context, db Querier, origin string) (int, error) {
 	var n int
@@ -91,4 +78,37 @@ func SentRequestsUnanswered(ctx context.Context, db Querier, origin string) (int
 		return 0, classify("count unanswered requests to "+origin, err)
 	}
 	return n, nil
+}
+
+// AnswerItem is one thing a redelivery answer carries, checked against the request it answers:
+// a bundled event (its type_seq range [ts, ts+1)) or a "cannot re-deliver" entry. Nil fields are
+// not stated and not checked.
+type AnswerItem struct {
+	Tenant                   string
+	EventType, StreamID      *string
+	OriginSeqLo, OriginSeqHi *int64
+	TypeSeqLo, TypeSeqHi     *int64
+}
+
+// SentRequestCheckAnswer asks SQL (streamseal.check_redelivery_answer) whether an answer from
+// origin answers an open request this service sent it, within its scope: "" when it does, else
+// the drop reason (unsolicited, replayed, out_of_scope). final (a summary) marks the request
+// answered, so anything later for it is a replay.
+func SentRequestCheckAnswer(ctx context.Context, db Querier, requestID uuid.UUID, origin string, final bool, items []AnswerItem) (string, error) {
+	n := len(items)
+	tenants, types, streams := make([]string, n), make([]*string, n), make([]*string, n)
+	osLo, osHi, tsLo, tsHi := make([]*int64, n), make([]*int64, n), make([]*int64, n), make([]*int64, n)
+	for i, it := range items {
+		tenants[i], types[i], streams[i] = it.Tenant, it.EventType, it.StreamID
+		osLo[i], osHi[i], tsLo[i], tsHi[i] = it.OriginSeqLo, it.OriginSeqHi, it.TypeSeqLo, it.TypeSeqHi
+	}
+	var reason *string
+	if err := db.QueryRow(ctx, "select streamseal.check_redelivery_answer($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
+		requestID, origin, final, tenants, types, streams, osLo, osHi, tsLo, tsHi).Scan(&reason); err != nil {
+		return "", classify("check the answer to request "+requestID.String(), err)
+	}
+	if reason == nil {
+		return "", nil
+	}
+	return *reason, nil
 }

@@ -20,9 +20,12 @@ const (
 // Checkpoint says what an origin emitted of one (tenant, event type) in the origin_seq window
 // [From, To): Tenants holds exactly one tenant, the one its subject names.
 type Checkpoint struct {
-	V          int                `json:"v"`
-	Origin     string             `json:"origin"`
-	Control    string             `json:"control"` // the origin's control inbox subject
+	V      int    `json:"v"`
+	Origin string `json:"origin"`
+	// Control is ignored: it once carried the origin's control address, which a forged
+	// checkpoint could point anywhere (invariant 12). Requests go to ControlSubjectFrom(origin,
+	// self), computed from the authenticated origin name. Kept so older publishers still decode.
+	Control    string             `json:"control,omitempty"`
 	IntervalS  int                `json:"interval_s"`
 	Generation int64              `json:"generation"`
 	At         time.Time          `json:"at"` // when the origin took the window: one round of checkpoints
@@ -72,8 +75,8 @@ func DecodeCheckpoint(data []byte) (Checkpoint, error) {
 	switch {
 	case cp.V != Version:
 		return Checkpoint{}, fmt.Errorf("checkpoint version %d: this binary speaks %d", cp.V, Version)
-	case !ValidServiceName(cp.Origin) || cp.Control == "" || cp.Type == "" || cp.IntervalS < 1:
-		return Checkpoint{}, fmt.Errorf("checkpoint lacks origin, control address, type or interval")
+	case !ValidServiceName(cp.Origin) || cp.Type == "" || cp.IntervalS < 1:
+		return Checkpoint{}, fmt.Errorf("checkpoint lacks origin, type or interval")
 	case cp.From < 0 || cp.To < cp.From:
 		return Checkpoint{}, fmt.Errorf("checkpoint window [%d, %d) is invalid", cp.From, cp.To)
 	case len(cp.Tenants) != 1:

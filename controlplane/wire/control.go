@@ -6,7 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -99,31 +99,55 @@ func (c *Control) HandleBatch(kind string, h BatchHandler) {
 // Run consumes control messages until ctx ends. Each message is acked after its handler returns
 // nil: a crash mid-handler redelivers it.
 func (c *Control) Run(ctx context.Context) error {
-	logger := c.logger()
 	if c.MaxDeliver <= 0 {
 		c.MaxDeliver = MaxDeliverDefault
 	}
 	if c.RetryBase <= 0 {
 		c.RetryBase = RetryBaseDefault
 	}
-	cons, err := c.JS.CreateOrUpdateConsumer(ctx, ControlStream, jetstream.ConsumerConfig{
-		Durable:        "streamseal-control-" + c.Seam.Self,
-		FilterSubjects: []string{ControlSubject(c.Seam.Self), ControlSubject(BroadcastInbox)},
-		AckPolicy:      jetstream.AckExplicitPolicy,
-		AckWait:        time.Minute,
-		MaxAckPending:  256,
-		// A bound on redeliveries after a crash mid-handler too (AckWait expiry), not only on Naks.
-		MaxDeliver:    c.MaxDeliver,
-		DeliverPolicy: jetstream.DeliverAllPolicy,
-	})
-	if err != nil {
-		return fmt.Errorf("control consumer for %s: %w", c.Seam.Self, err)
+	// The consumer of the layout before the sender joined the subject ("streamseal-control-<self>",
+	// filters streamseal.ctl.<self> and streamseal.ctl._all) matches nothing any more: removed,
+	// best effort (absent, or not permitted, changes nothing).
+	_ = c.JS.DeleteConsumer(ctx, ControlStream, "streamseal-control-"+c.Seam.Self)
+	// One single-filter durable per control filter (the directed inbox, the broadcast inbox), so
+	// the broker's permissions can pin each consumer's name and filter (wire/layout.go).
+	var consumers []jetstream.Consumer
+	for _, filter := range ControlFilters(c.Seam.Self) {
+		cons, err := c.JS.CreateOrUpdateConsumer(ctx, ControlStream, jetstream.ConsumerConfig{
+			Durable:       ControlDurable(c.Seam.Self, filter),
+			FilterSubject: filter,
+			AckPolicy:     jetstream.AckExplicitPolicy,
+			AckWait:       time.Minute,
+			MaxAckPending: 256,
+			// A bound on redeliveries after a crash mid-handler too (AckWait expiry), not only on Naks.
+			MaxDeliver:    c.MaxDeliver,
+			DeliverPolicy: jetstream.DeliverAllPolicy,
+		})
+		if err != nil {
+			return fmt.Errorf("control consumer for %s on %s: %w", c.Seam.Self, filter, err)
+		}
+		consumers = append(consumers, cons)
 	}
+	var wg sync.WaitGroup
+	for _, cons := range consumers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c.consume(ctx, cons)
+		}()
+	}
+	wg.Wait()
+	return nil
+}
+
+// consume fetches from one control consumer and dispatches until ctx ends.
+func (c *Control) consume(ctx context.Context, cons jetstream.Consumer) {
+	logger := c.logger()
 	for ctx.Err() == nil {
 		msgs, err := FetchAvailable(ctx, cons, 64, time.Second)
 		if err != nil {
 			if ctx.Err() != nil {
-				return nil
+				return
 			}
 			logger.Warn("control: fetch failed", "err", err)
 			sleep(ctx, time.Second)
@@ -131,7 +155,6 @@ func (c *Control) Run(ctx context.Context) error {
 		}
 		c.dispatchAll(ctx, msgs)
 	}
-	return nil
 }
 
 // accepted is a message that passed the seam.
@@ -251,26 +274,23 @@ func NewEnvelope(kind, from, to string, body any) (Envelope, error) {
 	return Envelope{V: Version, Kind: kind, ID: uuid.NewString(), From: from, To: to, SentAt: time.Now().UTC(), Body: raw}, nil
 }
 
-// Publish sends env (and its attachment) to its addressee's control inbox, or to the broadcast
-// inbox, and waits for JetStream's acknowledgement.
+// Publish sends env (and its attachment) from its sender to its addressee's control inbox, or to
+// the broadcast inbox, on the subject naming both (ControlSubjectFrom), and waits for JetStream's
+// acknowledgement. The address is computed from the names alone, never taken from a message
+// (invariant 12).
 func Publish(ctx context.Context, js jetstream.JetStream, env Envelope, attachment []byte) error {
 	to := env.To
 	if to == "" {
 		to = BroadcastInbox
 	}
-	return PublishTo(ctx, js, ControlSubject(to), env, attachment)
-}
-
-// PublishTo sends env to an explicit control subject: an origin's address as learned from its
-// checkpoints. Only subjects under streamseal.ctl. are accepted.
-func PublishTo(ctx context.Context, js jetstream.JetStream, subject string, env Envelope, attachment []byte) error {
-	if !strings.HasPrefix(subject, controlPrefix) || strings.ContainsAny(subject[len(controlPrefix):], ".*> ") {
-		return fmt.Errorf("%q is not a control address", subject)
+	if !ValidServiceName(env.From) || (to != BroadcastInbox && !ValidServiceName(to)) {
+		return fmt.Errorf("%s from %q to %q: sender and recipient must name services", env.Kind, env.From, to)
 	}
 	data, err := Encode(env, attachment)
 	if err != nil {
 		return err
 	}
+	subject := ControlSubjectFrom(to, env.From)
 	if _, err := js.Publish(ctx, subject, data); err != nil {
 		return fmt.Errorf("publish %s to %s: %w", env.Kind, subject, err)
 	}

@@ -15,6 +15,18 @@ const (
 	DropUnknownKind    = "unknown_kind"
 	DropForeignTarget  = "foreign_target"
 	DropOwnMessage     = "own_message"
+	// DropForgedSender: the envelope claims a sender other than the one its subject names, or
+	// the subject names none (invariant 12). The subject is what the broker's permissions bind
+	// to the authenticated connection; the envelope's from is only what the sender wrote.
+	DropForgedSender = "forged_sender"
+)
+
+// Drop reasons of answers and facts refused after the seam (redelivery receiver, manifest
+// answers, inbox), counted beside the seam's own (Seam.Count).
+const (
+	DropUnsolicited = "unsolicited"  // answers no request this service sent (or not to that origin)
+	DropReplayed    = "replayed"     // answers a request already answered
+	DropOutOfScope  = "out_of_scope" // holds what the request it answers did not ask for
 )
 
 // Seam is a service's receive boundary for control messages: everything a service must not act
@@ -39,9 +51,16 @@ func (s *Seam) Accept(subject string, data []byte) (Envelope, []byte, bool) {
 		s.drop(reasonOf(err), subject, err.Error(), Envelope{})
 		return Envelope{}, nil, false
 	}
+	sender, ok := ControlSender(subject)
+	if !ok || env.From != sender {
+		s.drop(DropForgedSender, subject, "the subject names sender "+sender, env)
+		return Envelope{}, nil, false
+	}
+	recipient := subject[len(controlPrefix) : len(subject)-len(sender)-1]
 	switch {
-	case env.To != "" && env.To != s.Self:
-		s.drop(DropForeignTarget, subject, "addressed to "+env.To, env)
+	case env.To != "" && env.To != s.Self, recipient != BroadcastInbox && recipient != s.Self,
+		(recipient == BroadcastInbox) != (env.To == ""):
+		s.drop(DropForeignTarget, subject, "addressed to "+env.To+" on "+recipient+"'s subject", env)
 		return Envelope{}, nil, false
 	case env.From == s.Self:
 		// A service ignores its own broadcasts (and anything that loops back to it).
@@ -49,6 +68,12 @@ func (s *Seam) Accept(subject string, data []byte) (Envelope, []byte, bool) {
 		return Envelope{}, nil, false
 	}
 	return env, attachment, true
+}
+
+// Count counts (and logs) a message refused after the seam, by a handler that found it answers no
+// request of this service, or more than its request asked; it shows in seam_dropped_total.
+func (s *Seam) Count(reason string, env Envelope, detail string) {
+	s.drop(reason, "", detail, env)
 }
 
 // Dropped returns how many messages the seam dropped, by reason.

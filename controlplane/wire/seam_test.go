@@ -58,7 +58,11 @@ func TestSeam(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			seam := &Seam{Self: "orders", MaxBytes: 1024}
-			if _, _, ok := seam.Accept("streamseal.ctl.orders", tc.data); ok {
+			subject := "streamseal.ctl.orders.billing"
+			if tc.reason == DropOwnMessage {
+				subject = "streamseal.ctl._all.orders"
+			}
+			if _, _, ok := seam.Accept(subject, tc.data); ok {
 				t.Fatalf("seam accepted %q", tc.data)
 			}
 			if got := seam.Dropped(); got[tc.reason] != 1 || len(got) != 1 {
@@ -67,11 +71,38 @@ func TestSeam(t *testing.T) {
 		})
 	}
 
+	// Invariant 12 (authenticity): the sender is the one the subject names (the broker's
+	// permissions let a service publish only subjects naming itself); an envelope claiming anyone
+	// else, or a subject naming no sender, is dropped as forged_sender before any handler runs.
+	t.Run("ForgedSenderIsDropped", func(t *testing.T) {
+		t.Parallel()
+		for _, subject := range []string{
+			"streamseal.ctl.orders.shipping",  // shipping's subject, envelope claims billing
+			"streamseal.ctl._all.shipping",    // a broadcast from shipping claiming billing
+			"streamseal.ctl.orders",           // the old layout: no sender at all
+			"streamseal.ctl.orders.Billing",   // not a service name
+			"streamseal.ctl.orders.billing.x", // one token too many
+			"streamseal.evt.billing.x",        // not a control subject
+		} {
+			seam := &Seam{Self: "orders"}
+			if _, _, ok := seam.Accept(subject, validEnvelope(t, "orders")); ok {
+				t.Fatalf("seam accepted an envelope claiming billing on %s", subject)
+			}
+			if got := seam.Dropped(); got[DropForgedSender] != 1 || len(got) != 1 {
+				t.Fatalf("%s: drops = %v, want exactly one %q", subject, got, DropForgedSender)
+			}
+		}
+	})
+
 	t.Run("DirectedAndBroadcastMessagesPass", func(t *testing.T) {
 		t.Parallel()
 		seam := &Seam{Self: "orders"}
 		for _, to := range []string{"orders", ""} {
-			env, _, ok := seam.Accept("streamseal.ctl.orders", validEnvelope(t, to))
+			subject := "streamseal.ctl.orders.billing"
+			if to == "" {
+				subject = "streamseal.ctl._all.billing"
+			}
+			env, _, ok := seam.Accept(subject, validEnvelope(t, to))
 			if !ok || env.From != "billing" || env.Kind != KindRedeliveryRequest {
 				t.Fatalf("seam refused a good message to %q: %+v", to, env)
 			}
@@ -89,7 +120,7 @@ func TestSeam(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		_, got, ok := (&Seam{Self: "billing"}).Accept("s", data)
+		_, got, ok := (&Seam{Self: "billing"}).Accept("streamseal.ctl.billing.orders", data)
 		if !ok || !bytes.Equal(got, attachment) {
 			t.Fatalf("attachment = %q, ok %v; want %q", got, ok, attachment)
 		}

@@ -14,8 +14,6 @@ const (
 	BroadcastInbox = "_all"
 )
 
-// ControlSubject is service's directed inbox; BroadcastInbox names the broadcast one.
-func ControlSubject(service string) string { return controlPrefix + service }
 
 // TypeToken turns an event type into one NATS subject token: letters, digits, '-' and '_' stay;
 // every other byte (dots, spaces, wildcards, '~' itself) becomes ~XX. Injective, so two types

@@ -86,7 +86,7 @@ func auditGrowth(ctx context.Context, newDB harness.NewDatabase, opts AuditOptio
 	if err := billing.River.Stop(ctx); err != nil {
 		return "", err
 	}
-	if _, err := billing.Pool.Exec(ctx, "select streamseal.observe_origin('orders', $1, 3600, 0, 0)", wire.ControlSubject("orders")); err != nil {
+	if _, err := billing.Pool.Exec(ctx, "select streamseal.observe_origin('orders', $1, 3600, 0, 0)", wire.ControlSubjectFrom("orders", "billing")); err != nil {
 		return "", err
 	}
 	fmt.Fprintf(out, "audit benchmark: one lane of %d event types; healthy audits at %d and %d events; then %d events lost over %d streams\n",

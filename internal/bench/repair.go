@@ -136,12 +136,9 @@ func repairRun(ctx context.Context, newDB harness.NewDatabase, opts RepairOption
 
 	from, to := int64(1), int64(opts.Missing+1)
 	start := time.Now()
-	env, err := wire.NewEnvelope(wire.KindRedeliveryRequest, "billing", "orders", wire.RedeliveryRequest{
-		RequestID: uuid.NewString(), Tenants: []string{"acme"}, Types: types, FromSeq: &from, ToSeq: &to, MaxEvents: opts.Missing})
-	if err != nil {
-		return r, err
-	}
-	if err := wire.Publish(ctx, billing.JS, env, nil); err != nil {
+	// Recorded like every request billing sends: only a request it sent is answered into its store.
+	if _, err := redelivery.Request(ctx, billing.Pool, billing.JS, "billing", "orders", wire.RedeliveryRequest{
+		RequestID: uuid.NewString(), Tenants: []string{"acme"}, Types: types, FromSeq: &from, ToSeq: &to, MaxEvents: opts.Missing}); err != nil {
 		return r, err
 	}
 	if err := waitUntil(ctx, func() (bool, error) {

@@ -136,7 +136,7 @@ func AuditScatter(ctx context.Context, newDB harness.NewDatabase, opts ScatterOp
 	if err := consumer.River.Stop(ctx); err != nil {
 		return nil, err
 	}
-	if _, err := consumer.Pool.Exec(ctx, "select streamseal.observe_origin($1, $2, 3600, 0, 0)", originName, wire.ControlSubject(originName)); err != nil {
+	if _, err := consumer.Pool.Exec(ctx, "select streamseal.observe_origin($1, $2, 3600, 0, 0)", originName, wire.ControlSubjectFrom(originName, consumerName)); err != nil {
 		return nil, err
 	}
 	events := int64(opts.Streams) * int64(opts.EventsPerStream)

@@ -55,9 +55,9 @@ func Announcing(origin, eventType string, from, to int64, tenant string, first, 
 }
 
 // Heartbeat is origin's checkpoint of eventType for [from, to) in which tenant emitted nothing:
-// it announces the origin (and its control address), creates no lane, and re-evaluates the
+// it announces the origin, creates no lane, and re-evaluates the
 // tenant's lane if one was announced before (as the publisher's quiet-window rows do).
 func Heartbeat(origin, eventType, tenant string, from, to int64) wire.Checkpoint {
-	return wire.Checkpoint{Origin: origin, Control: wire.ControlSubject(origin), IntervalS: 60, At: time.Now().UTC(),
+	return wire.Checkpoint{Origin: origin, IntervalS: 60, At: time.Now().UTC(),
 		From: from, To: to, Type: eventType, Tenants: []wire.CheckpointTenant{{Tenant: tenant}}}
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/streamseal/streamseal/controlplane/redelivery"
 	"github.com/streamseal/streamseal/controlplane/store"
 	"github.com/streamseal/streamseal/controlplane/wire"
 	"github.com/streamseal/streamseal/internal/dbtest"
@@ -214,17 +215,9 @@ func requestAll(t *testing.T, s *harness.Service, origin string, types []string)
 }
 
 func requestFrom(s *harness.Service, origin string, req wire.RedeliveryRequest) (string, error) {
-	env, err := wire.NewEnvelope(wire.KindRedeliveryRequest, s.Name, origin, req)
-	if err != nil {
-		return "", err
-	}
-	if req.RequestID == "" {
-		req.RequestID = uuid.NewString()
-		if env, err = wire.NewEnvelope(wire.KindRedeliveryRequest, s.Name, origin, req); err != nil {
-			return "", err
-		}
-	}
-	return req.RequestID, wire.Publish(context.Background(), s.JS, env, nil)
+	// Recorded in sent_requests like every request a service sends: only a request it sent is
+	// answered into its store (invariant 12).
+	return redelivery.Request(context.Background(), s.Pool, s.JS, s.Name, origin, req)
 }
 
 // Invariants 1, 2, 3 and 11 end to end: an origin and two consumers over the real wire. The
@@ -247,9 +240,11 @@ func TestRedelivery_ConvergesADamagedConsumerAndIsolatesTheOthers(t *testing.T) 
 		return e.EventID[0]%10 < 3 // ~30% lost at the receive boundary
 	}}, func(s *harness.Service) {
 		s.Repair.OnSummary = billingSummaries.record
-		// Everything billing's control endpoint receives is also published to shipping's inbox.
+		// Everything billing's control endpoint receives is also published to shipping's inbox,
+		// from the same sender (a subject the sender could publish).
 		s.Control.Tap = func(subject string, data []byte) {
-			if _, err := shipping.JS.Publish(context.Background(), wire.ControlSubject("shipping"), data); err != nil {
+			from, _ := wire.ControlSender(subject)
+			if _, err := shipping.JS.Publish(context.Background(), wire.ControlSubjectFrom("shipping", from), data); err != nil {
 				t.Errorf("tap to shipping: %v", err)
 			}
 		}

@@ -37,4 +37,5 @@
 {{ template "loss_reports.sql" . }}
 {{ template "comparison.sql" . }}
 {{ template "ledger.sql" . }}
+{{ template "sent_requests.sql" . }}
 {{ template "privileges.sql" . }}

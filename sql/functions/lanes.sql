@@ -100,7 +100,9 @@ end
 $$;
 
 -- observe_origin records that a checkpoint of origin arrived: where it takes requests
--- (control_subject), how often it checkpoints, its generation and the window end it carried.
+-- (control_subject: streamseal.ctl.<origin>.<this service>, computed from the names, never the
+-- caller's value, which a forged checkpoint once pointed at streamseal.ctl.mallory; invariant 12;
+-- the parameter stays for the signature), how often it checkpoints, its generation and the window end it carried.
 -- last_checkpoint_at becomes now(); last_window_to only moves forward (a redelivered old
 -- checkpoint cannot move it back); a null generation keeps the one recorded. Returns true when
 -- the origin had been marked silent (silent_origins) and clears the mark: liveness restored.
@@ -154,7 +156,8 @@ begin
 
     insert into streamseal.known_origins as k (origin, control_subject, interval_seconds, generation,
                                                last_checkpoint_at, last_window_to)
-    values (observe_origin.origin, observe_origin.control_subject, observe_origin.interval_seconds,
+    values (observe_origin.origin, 'streamseal.ctl.' || observe_origin.origin || '.' || streamseal.service_name(),
+            observe_origin.interval_seconds,
             observe_origin.generation, pg_catalog.now(), observe_origin.window_to)
     on conflict on constraint known_origins_pkey do update
         set control_subject = excluded.control_subject,

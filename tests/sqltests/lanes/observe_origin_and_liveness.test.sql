@@ -12,16 +12,16 @@ select streamseal.observe_origin('live-busy', 'streamseal.ctl.live-busy', 60, 0,
 select results_eq(
     $$ select origin, control_subject, interval_seconds, generation, last_window_to, last_checkpoint_at = now(), silent_since
        from streamseal.known_origins where origin like 'live-%' order by origin $$,
-    $$ values ('live-busy'::text, 'streamseal.ctl.live-busy'::text, 60, 0::bigint, 50::bigint, true, null::timestamptz),
-              ('live-quiet', 'streamseal.ctl.live-quiet', 60, 3, 100, true, null) $$,
+    $$ values ('live-busy'::text, 'streamseal.ctl.live-busy.lane-liveness'::text, 60, 0::bigint, 50::bigint, true, null::timestamptz),
+              ('live-quiet', 'streamseal.ctl.live-quiet.lane-liveness', 60, 3, 100, true, null) $$,
     'each origin heard is recorded with its control subject, interval, generation and window end');
 
 -- A redelivered older checkpoint with no generation: the window end and generation stay.
 select streamseal.observe_origin('live-quiet', 'streamseal.ctl.live-quiet.v2', 60, null, 90);
 select results_eq(
     $$ select control_subject, generation, last_window_to from streamseal.known_origins where origin = 'live-quiet' $$,
-    $$ values ('streamseal.ctl.live-quiet.v2'::text, 3::bigint, 100::bigint) $$,
-    'the control subject follows the latest message; the window end never moves back; a null generation keeps the known one');
+    $$ values ('streamseal.ctl.live-quiet.lane-liveness'::text, 3::bigint, 100::bigint) $$,
+    'the control subject is computed from the names, never the message (invariant 12); the window end never moves back; a null generation keeps the known one');
 
 select is_empty(
     $$ select * from streamseal.silent_origins() $$,

@@ -1,0 +1,70 @@
+-- sent_requests.sql: a consumer's check that a redelivery answer answers a request it sent
+-- (invariant 12). The redelivery receiver calls check_redelivery_answer before it stores a bundle
+-- or acts on a summary; a forged or replayed answer changes no lane, seal, gap or readiness.
+
+-- check_redelivery_answer returns null when an answer from origin to request_id answers an open
+-- request this service sent to that origin and every item it carries lies within the request's
+-- scope; otherwise the drop reason: 'unsolicited' (no such request to that origin), 'replayed'
+-- (its final summary came already), 'out_of_scope' (an item the request did not ask for). Items
+-- are parallel arrays, one element per bundled event (type_seq range [ts, ts + 1)) or per
+-- "cannot re-deliver" entry; a null element is not stated and not checked (a null event type
+-- skips the tenant check too: such an entry changes no lane). final marks the request answered
+-- (a summary), so later bundles and summaries of it are replays.
+create function streamseal.check_redelivery_answer(request_id uuid, origin text, final boolean,
+                                                   tenants text[], event_types text[], stream_ids text[],
+                                                   origin_seq_lo bigint[], origin_seq_hi bigint[],
+                                                   type_seq_lo bigint[], type_seq_hi bigint[])
+returns text
+language plpgsql
+volatile
+set search_path = pg_catalog, pg_temp
+as $$
+declare
+    sent streamseal.sent_requests;
+    outside boolean;
+begin
+    select * into sent from streamseal.sent_requests s
+    where s.request_id = check_redelivery_answer.request_id and s.origin = check_redelivery_answer.origin
+    for update;
+    if not found then
+        return 'unsolicited';
+    end if;
+    if sent.answered_at is not null then
+        return 'replayed';
+    end if;
+
+    select exists (
+        select
+        -- unnest of several arrays is FROM-clause syntax (rows from), so it is not schema-qualified.
+        from unnest(check_redelivery_answer.tenants, check_redelivery_answer.event_types,
+                               check_redelivery_answer.stream_ids,
+                               check_redelivery_answer.origin_seq_lo, check_redelivery_answer.origin_seq_hi,
+                               check_redelivery_answer.type_seq_lo, check_redelivery_answer.type_seq_hi)
+             as item(tenant, event_type, stream_id, os_lo, os_hi, ts_lo, ts_hi)
+        where (item.event_type is not null and (
+                   not coalesce(sent.request -> 'types' ? item.event_type, false)
+                or not coalesce(sent.request -> 'tenants' ? coalesce(item.tenant, ''), false)))
+           or (item.stream_id is not null and pg_catalog.jsonb_array_length(coalesce(sent.request -> 'streams', '[]')) > 0
+               and not sent.request -> 'streams' ? item.stream_id)
+           or (item.os_lo is not null and sent.request ? 'from_seq'
+               and item.os_lo < (sent.request ->> 'from_seq')::bigint)
+           or (item.os_lo is not null and sent.request ? 'to_seq'
+               and coalesce(item.os_hi, item.os_lo + 1) > (sent.request ->> 'to_seq')::bigint)
+           or (item.ts_lo is not null and pg_catalog.jsonb_array_length(coalesce(sent.request -> 'type_seq_ranges', '[]')) > 0
+               and not exists (
+                   select
+                   from pg_catalog.jsonb_array_elements(sent.request -> 'type_seq_ranges') as r(pair)
+                   where (r.pair ->> 0)::bigint <= item.ts_lo
+                     and coalesce(item.ts_hi, item.ts_lo + 1) <= (r.pair ->> 1)::bigint))
+    ) into outside;
+    if outside then
+        return 'out_of_scope';
+    end if;
+
+    if check_redelivery_answer.final then
+        update streamseal.sent_requests s set answered_at = pg_catalog.now()
+        where s.request_id = check_redelivery_answer.request_id;
+    end if;
+    return null;
+end
+$$;
