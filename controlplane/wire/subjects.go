@@ -14,7 +14,6 @@ const (
 	BroadcastInbox = "_all"
 )
 
-
 // TypeToken turns an event type into one NATS subject token: letters, digits, '-' and '_' stay;
 // every other byte (dots, spaces, wildcards, '~' itself) becomes ~XX. Injective, so two types
 // never share a subject.
