@@ -36,7 +36,7 @@ func (c *runCmd) startEmbeddedNATS(ctx context.Context, o *runOpts, service stri
 	}
 	svc := natsauth.Service{Name: service}
 	for origin, types := range consumes {
-		svc.Consumes = append(svc.Consumes, natsauth.Consumption{Origin: origin, Types: types, Tenants: []string{natsauth.AllTenants}})
+		svc.Consumes = append(svc.Consumes, natsauth.Consumption{Origin: origin, Types: types, AllTenants: true})
 	}
 	slices.SortFunc(svc.Consumes, func(a, b natsauth.Consumption) int {
 		if a.Origin < b.Origin {

@@ -40,7 +40,7 @@ const natsConfigAbout = `The topology file (JSON):
 
   {"services": [
     {"name": "orders"},
-    {"name": "billing", "consumes": [{"origin": "*", "types": ["order.placed"], "tenants": ["*"]}]}
+    {"name": "billing", "consumes": [{"origin": "*", "types": ["order.placed"], "all_tenants": true}]}
   ]}
 
 Each service may publish only its own events (streamseal.evt.<self>.>) and control messages

@@ -18,8 +18,8 @@ import (
 // demoTopologyJSON is the demo's bus as a topology file (docker/nats/topology.json holds the same).
 const demoTopologyJSON = `{"services": [
   {"name": "orders"},
-  {"name": "billing", "consumes": [{"origin": "*", "types": ["order.placed", "order.paid", "order.shipped"], "tenants": ["*"]}]},
-  {"name": "shipping", "consumes": [{"origin": "*", "types": ["order.placed", "order.shipped"], "tenants": ["*"]}]}
+  {"name": "billing", "consumes": [{"origin": "*", "types": ["order.placed", "order.paid", "order.shipped"], "all_tenants": true}]},
+  {"name": "shipping", "consumes": [{"origin": "*", "types": ["order.placed", "order.shipped"], "all_tenants": true}]}
 ]}`
 
 // Invariant 12: what `streamseal nats-config --out` prints is a configuration nats-server loads,

@@ -40,10 +40,6 @@ import (
 	"github.com/streamseal/streamseal/controlplane/wire"
 )
 
-// AllTenants in Consumption.Tenants is every tenant: it must be written, never implied by an
-// empty list (invariant 11).
-const AllTenants = "*"
-
 // AnyOrigin in Consumption.Origin is every origin.
 const AnyOrigin = "*"
 
@@ -60,12 +56,14 @@ type Service struct {
 }
 
 // Consumption is a set of event types a service consumes from an origin (AnyOrigin: any), for
-// some tenants (AllTenants: every one), each read as wire.LiveFilter reads it. The list of
-// tenants is never empty: every tenant is written as AllTenants.
+// the named tenants or, explicitly, every tenant (invariant 11: never implied by an empty list).
+// A named tenant is literal ("" is the single-tenant service's tenant, "*" a tenant called "*"),
+// as in the database's grants and subscriptions.
 type Consumption struct {
-	Origin  string   `json:"origin"`
-	Types   []string `json:"types"`
-	Tenants []string `json:"tenants"`
+	Origin     string   `json:"origin"`
+	Types      []string `json:"types"`
+	Tenants    []string `json:"tenants,omitempty"`
+	AllTenants bool     `json:"all_tenants,omitempty"`
 }
 
 // Permissions are one user's allow lists; anything not allowed is denied.
@@ -124,8 +122,11 @@ func (t Topology) Validate() error {
 			if slices.Contains(c.Types, "") {
 				errs = append(errs, fmt.Errorf("%s: an empty event type", at))
 			}
-			if len(c.Tenants) == 0 {
-				errs = append(errs, fmt.Errorf("%s: no tenants: name them, or [%q] for every tenant", at, AllTenants))
+			switch {
+			case c.AllTenants && len(c.Tenants) > 0:
+				errs = append(errs, fmt.Errorf("%s: names tenants and all_tenants both: say one", at))
+			case !c.AllTenants && len(c.Tenants) == 0:
+				errs = append(errs, fmt.Errorf(`%s: no tenants: name them, or say "all_tenants": true`, at))
 			}
 		}
 	}
@@ -145,13 +146,18 @@ func (t Topology) Service(name string) (Service, bool) {
 // tenant, type) its consumptions name, deduplicated, in order.
 func (s Service) InboxFilters() []string {
 	var filters []string
+	add := func(f string) {
+		if !slices.Contains(filters, f) {
+			filters = append(filters, f)
+		}
+	}
 	for _, c := range s.Consumes {
-		for _, tenant := range c.Tenants {
-			for _, typ := range c.Types {
-				f := wire.LiveFilter(c.Origin, tenant, typ)
-				if !slices.Contains(filters, f) {
-					filters = append(filters, f)
-				}
+		for _, typ := range c.Types {
+			if c.AllTenants {
+				add(wire.LiveFilter(c.Origin, "*", typ))
+			}
+			for _, tenant := range c.Tenants {
+				add(wire.LiveTenantFilter(c.Origin, tenant, typ))
 			}
 		}
 	}

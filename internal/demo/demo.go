@@ -56,7 +56,7 @@ type Options struct {
 // shipping two of them, from any origin, every tenant.
 func Topology() natsauth.Topology {
 	consumes := func(types []string) []natsauth.Consumption {
-		return []natsauth.Consumption{{Origin: natsauth.AnyOrigin, Types: types, Tenants: []string{natsauth.AllTenants}}}
+		return []natsauth.Consumption{{Origin: natsauth.AnyOrigin, Types: types, AllTenants: true}}
 	}
 	return natsauth.Topology{Services: []natsauth.Service{
 		{Name: "orders"},
