@@ -47,8 +47,9 @@ type Options struct {
 	// on MetricsAddr's port and the next two, until ctx ends (Ctrl-C).
 	Keep        bool
 	MetricsAddr string // default config.DemoMetricsAddrDefault; port 0 picks free ports
-	// Secured runs the embedded NATS server with authorization on: each service connects as its
-	// own user with the permissions natsauth generates from Topology (what `streamseal demo` does).
+	// Secured runs the embedded NATS server with authorization on and TLS only, requiring client
+	// certificates (throwaway ones): each service connects as its own user over TLS with the
+	// permissions natsauth generates from Topology (what `streamseal demo` does).
 	Secured bool
 }
 
@@ -79,7 +80,7 @@ func Run(ctx context.Context, server *scratchdb.Server, out io.Writer, opts Opti
 	}
 	var h *harness.Harness
 	if opts.Secured {
-		h, err = harness.NewSecured(ctx, newDB, logger, Topology(), false)
+		h, err = harness.NewSecured(ctx, newDB, logger, Topology(), true)
 	} else {
 		h, err = harness.New(ctx, newDB, logger)
 	}
@@ -95,7 +96,7 @@ func Run(ctx context.Context, server *scratchdb.Server, out io.Writer, opts Opti
 
 	bus := "embedded NATS JetStream"
 	if opts.Secured {
-		bus += " with authorization on (each service its own user, least-privilege permissions)"
+		bus += " with authorization and TLS on (each service its own user and client certificate, least-privilege permissions)"
 	}
 	tl.say("starting orders (origin), billing and shipping (consumers): one PostgreSQL database each, %s", bus)
 	orders, err := h.Start(ctx, "orders", harness.Options{Settings: settings,

@@ -35,7 +35,7 @@ func TestDemo_EndsConvergedAndKeepsServingMetrics(t *testing.T) {
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	done := make(chan error, 1)
-	go func() { done <- demo.Run(runCtx, server, out, demo.Options{Keep: true, MetricsAddr: "127.0.0.1:0"}) }()
+	go func() { done <- demo.Run(runCtx, server, out, demo.Options{Keep: true, MetricsAddr: "127.0.0.1:0", Secured: true}) }()
 
 	billingMetrics := regexp.MustCompile(`metrics: billing on (http://\S+/metrics)`)
 	var url string
@@ -52,7 +52,7 @@ func TestDemo_EndsConvergedAndKeepsServingMetrics(t *testing.T) {
 			}
 		}
 	}
-	for _, want := range []string{"GAP CONFIRMED", "repair requested", "re-delivered", "converged", "rows byte-equal", "seal of orders advanced", "VERDICT converged"} {
+	for _, want := range []string{"with authorization and TLS on", "GAP CONFIRMED", "repair requested", "re-delivered", "converged", "rows byte-equal", "seal of orders advanced", "VERDICT converged"} {
 		if !strings.Contains(out.String(), want) {
 			t.Fatalf("demo output lacks %q:\n%s", want, out.String())
 		}
