@@ -183,3 +183,51 @@ func TestGeneratedPermissionsAllowTheWorkAndNothingElse_Invariant12(t *testing.T
 		})
 	}
 }
+
+// Invariant 11 (isolation) at the broker: a service consuming tenant acme only may create its
+// acme durable and is refused a consumer on globex's events, under its own durable names or any
+// other, so its live inbox can never hold a globex event whatever its code does.
+func TestGeneratedPermissionsPinTheGrantedTenants_Invariant11(t *testing.T) {
+	t.Parallel()
+	topo := natsauth.Topology{Services: []natsauth.Service{
+		{Name: "orders"},
+		{Name: "billing", Consumes: []natsauth.Consumption{{Origin: "orders", Types: []string{"order.paid"}, Tenants: []string{"acme"}}}},
+	}}
+	srv := natstest.StartSecured(t, topo, natstest.SecuredOptions{})
+	c := srv.ConnectAs(t, "billing")
+	ctx, cancel := context.WithTimeout(context.Background(), testrun.Failsafe)
+	defer cancel()
+
+	acme := wire.LiveTenantFilter("orders", "acme", "order.paid")
+	if _, err := c.JS.CreateOrUpdateConsumer(ctx, wire.EventsStream, jetstream.ConsumerConfig{
+		Durable: wire.InboxDurable("billing", acme), FilterSubject: acme, AckPolicy: jetstream.AckExplicitPolicy}); err != nil {
+		t.Fatalf("billing creating its acme consumer (allowed): %v", err)
+	}
+	globex := wire.LiveTenantFilter("orders", "globex", "order.paid")
+	every := wire.LiveFilter("orders", "*", "order.paid")
+	for _, subject := range []string{
+		"$JS.API.CONSUMER.CREATE." + wire.EventsStream + "." + wire.InboxDurable("billing", globex) + "." + globex,
+		"$JS.API.CONSUMER.CREATE." + wire.EventsStream + "." + wire.InboxDurable("billing", acme) + "." + globex,
+		"$JS.API.CONSUMER.CREATE." + wire.EventsStream + "." + wire.InboxDurable("billing", every) + "." + every,
+	} {
+		if err := c.NC.Publish(subject, []byte("{}")); err != nil {
+			t.Fatal(err)
+		}
+		c.AwaitViolation(t, subject)
+	}
+	stream, err := srv.JS.Stream(ctx, wire.EventsStream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	lister := stream.ConsumerNames(ctx)
+	for name := range lister.Name() {
+		names = append(names, name)
+	}
+	if err := lister.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if len(names) != 1 || names[0] != wire.InboxDurable("billing", acme) {
+		t.Fatalf("consumers on the events stream: %v; want billing's acme durable only", names)
+	}
+}
