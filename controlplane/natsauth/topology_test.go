@@ -3,8 +3,8 @@ package natsauth_test
 import (
 	"os"
 	"path/filepath"
-	"strings"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/streamseal/streamseal/controlplane/natsauth"

@@ -21,7 +21,7 @@ func TestTLSWithClientCertificateWorksEndToEnd_Invariant12(t *testing.T) {
 	t.Parallel()
 	filter := wire.LiveFilter("billing", "*", "invoice.sent")
 	topo := natsauth.Topology{Services: []natsauth.Service{{Name: "billing", Consumes: []natsauth.Consumption{
-		{Origin: "billing", Types: []string{"invoice.sent"}, Tenants: []string{natsauth.AllTenants}}}}}}
+		{Origin: "billing", Types: []string{"invoice.sent"}, AllTenants: true}}}}}
 	srv := natstest.StartSecured(t, topo, natstest.SecuredOptions{TLS: true})
 	sec := srv.Security("billing")
 	logger := testrun.Logger(t)
