@@ -1,7 +1,7 @@
 -- What every write to streamseal.events does, whichever path wrote it (append, ingest, the
 -- stamper, close_stream, reaping, reclassification, or an application's own INSERT / UPDATE /
--- DELETE): keep the own-versus-copy rule, hand the counted changes to _fold_changes(), and wake
--- the stamper. Statement-level triggers over transition tables: one fold per statement.
+-- DELETE): keep the own-versus-copy rule, hand the counted changes to _fold_changes(), record
+-- changes of own sealed history as facts that travel (history_changes.sql), and wake the stamper. Statement-level triggers over transition tables: one fold per statement.
 
 -- _events_inserted guards the own/copy rule and folds inserted copies. Own events arrive
 -- unstamped and are folded when the stamper numbers them (the UPDATE trigger below).
@@ -78,13 +78,27 @@ set jit = off
 as $$
 declare
     changes streamseal._counted_change[];
+    self text;
+    generation bigint;
 begin
     changes := array(
         select row(d.origin, d.origin_seq, d.tenant, d.event_type, d.stream_id, d.event_id, -1)::streamseal._counted_change
         from deleted d
         where streamseal._counts_in_digest(d.origin_seq, d.flags));
-    if pg_catalog.cardinality(changes) > 0 then
-        perform streamseal._fold_changes(changes);
+    if pg_catalog.cardinality(changes) = 0 then
+        return null;
+    end if;
+    perform streamseal._fold_changes(changes);
+
+    -- Own sealed history removed (an application's DELETE, close_stream): a fact that travels.
+    self := streamseal.service_name();
+    if exists (select from pg_catalog.unnest(changes) c where c.origin = self) then
+        generation := streamseal._history_changing();
+        insert into streamseal.history_changes (kind, event_id, tenant, event_type, stream_id, origin_seq, flags, generation)
+        select 'removed', d.event_id, d.tenant, d.event_type, d.stream_id, d.origin_seq, d.flags, generation
+        from deleted d
+        where d.origin = self and streamseal._counts_in_digest(d.origin_seq, d.flags)
+        order by d.origin_seq;
     end if;
     return null;
 end
@@ -104,6 +118,8 @@ set jit = off
 as $$
 declare
     changes streamseal._counted_change[];
+    self text;
+    generation bigint;
 begin
     changes := array(
         select row(o.origin, o.origin_seq, o.tenant, o.event_type, o.stream_id, o.event_id, -1)::streamseal._counted_change
@@ -116,25 +132,57 @@ begin
     if pg_catalog.cardinality(changes) > 0 then
         perform streamseal._fold_changes(changes);
     end if;
+
+    -- Flags of stamped own events changed (reclassify_ephemeral, or an application's UPDATE):
+    -- a fact that travels. Identity cannot change here (_events_identity_refused), so the old
+    -- and new rows pair by event_id. The stamper's own updates start unstamped: skipped at once.
+    self := streamseal.service_name();
+    if exists (select from before_update o where o.origin = self and o.origin_seq is not null) then
+        if exists (select from before_update o join after_update a on a.event_id = o.event_id
+                   where o.origin = self and o.origin_seq is not null and o.flags <> a.flags) then
+            generation := streamseal._history_changing();
+            insert into streamseal.history_changes (kind, event_id, tenant, event_type, stream_id, origin_seq, flags, generation)
+            select 'reclassified', a.event_id, a.tenant, a.event_type, a.stream_id, a.origin_seq, a.flags, generation
+            from before_update o join after_update a on a.event_id = o.event_id
+            where o.origin = self and o.origin_seq is not null and o.flags <> a.flags
+            order by a.origin_seq;
+        end if;
+    end if;
     return null;
 end
 $$;
 
--- _events_truncated empties every fold with the store and starts a new origin generation.
-create function streamseal._events_truncated()
+-- _events_identity_refused refuses an UPDATE that rewrites what identifies a stamped own event
+-- (invariant 3): consumers hold those bytes, and a digest folds only event ids, so a rewritten
+-- payload would diverge silently. Append a new event instead; history leaves the store only by
+-- DELETE or close_stream, which travel to consumers as announced facts.
+create function streamseal._events_identity_refused()
 returns trigger
 language plpgsql
 volatile
 set search_path = pg_catalog, pg_temp
 as $$
 begin
-    delete from streamseal.stream_digests;
-    delete from streamseal.digest_epochs;
-    delete from streamseal.sealed_prefix;
-    delete from streamseal.lane_epochs;
-    -- Whatever consumers sealed of this service's history is gone with it.
-    perform streamseal._bump_origin_generation();
-    return null;
+    if old.origin = streamseal.service_name() then
+        raise exception 'event % (origin "%", origin_seq %) is stamped: its identity (event_id, origin, sequences, tenant, stream, version, type, payload) cannot change; append a new event, or remove it with DELETE or streamseal.close_stream',
+            old.event_id, old.origin, old.origin_seq
+            using errcode = '0A000';
+    end if;
+    return new;
+end
+$$;
+
+-- _events_truncate_refused refuses TRUNCATE of the store: a statement trigger cannot see the rows,
+-- so no fact could tell consumers which events left, and copies of other origins would go too.
+create function streamseal._events_truncate_refused()
+returns trigger
+language plpgsql
+volatile
+set search_path = pg_catalog, pg_temp
+as $$
+begin
+    raise exception 'TRUNCATE of streamseal.events is refused: consumers could not learn which events left; close own streams with streamseal.close_stream(tenant, stream_id), or DELETE own events (both travel to consumers)'
+        using errcode = '0A000';
 end
 $$;
 
@@ -155,6 +203,18 @@ create trigger events_updated
     referencing old table as before_update new table as after_update
     for each statement execute function streamseal._events_updated();
 
-create trigger events_truncated
-    after truncate on streamseal.events
-    for each statement execute function streamseal._events_truncated();
+create trigger events_truncate_refused
+    before truncate on streamseal.events
+    for each statement execute function streamseal._events_truncate_refused();
+
+-- Per row, but the function runs only for a row whose identity changed (the WHEN test is cheap).
+create trigger events_identity_refused
+    before update on streamseal.events
+    for each row
+    when (old.origin_seq is not null
+          and (old.event_id, old.origin, old.origin_seq, old.type_seq, old.tenant, old.stream_id,
+               old.stream_version, old.event_type, old.payload)
+              is distinct from
+              (new.event_id, new.origin, new.origin_seq, new.type_seq, new.tenant, new.stream_id,
+               new.stream_version, new.event_type, new.payload))
+    execute function streamseal._events_identity_refused();
