@@ -1,7 +1,8 @@
 // answer.go: the origin side. A ManifestServer answers a consumer's manifest request with the
 // digests of a window (type level from sealed epochs plus the live fringe, or stream level paged by
 // stream id), chunked, every chunk carrying the watermark and the origin generation, directed to
-// the requester. Only the types the requester is granted are answered. One answer build at a time
+// the requester. A type-level answer's first chunk also carries the origin's closes and its
+// announced history changes above the requester's cursor (history_changes_page). Only the types the requester is granted are answered. One answer build at a time
 // per process; the rules are SQL's (type_digests, stream_digests_page, ungranted_types).
 
 package audit
@@ -65,10 +66,6 @@ func (s *ManifestServer) answer(ctx context.Context, env wire.Envelope, _ []byte
 	if req.MaxDigests > 0 && req.MaxDigests < limit {
 		limit = req.MaxDigests
 	}
-	generation, err := store.OriginGeneration(ctx, s.Pool)
-	if err != nil {
-		return err
-	}
 	granted, err := s.granted(ctx, env.From)
 	if err != nil {
 		return err
@@ -86,10 +83,20 @@ func (s *ManifestServer) answer(ctx context.Context, env wire.Envelope, _ []byte
 		return err
 	}
 	var closes []wire.StreamClose
+	var changes store.HistoryChangesPage
 	if req.Level == wire.LevelTypes {
 		if closes, err = s.closes(ctx); err != nil {
 			return err
 		}
+		if changes, err = s.changes(ctx, req.ChangesAfter, granted); err != nil {
+			return err
+		}
+	}
+	// Read last: every change (and close) this answer carries bumped a generation at or below
+	// this one, so a consumer whose seal predates any of them resets it (seal_generation_guard).
+	generation, err := store.OriginGeneration(ctx, s.Pool)
+	if err != nil {
+		return err
 	}
 	chunks := max(1, (len(digests)+limit-1)/limit)
 	for i := range chunks {
@@ -101,6 +108,9 @@ func (s *ManifestServer) answer(ctx context.Context, env wire.Envelope, _ []byte
 		}
 		if i == 0 {
 			a.Closes = closes
+			if req.Level == wire.LevelTypes {
+				a.Changes, a.ChangesThrough, a.ChangesMore = wireChanges(changes.Changes), changes.Through, changes.More
+			}
 		}
 		out, err := wire.NewEnvelope(wire.KindManifestAnswer, s.Service, env.From, a)
 		if err != nil {
@@ -127,6 +137,29 @@ func (s *ManifestServer) closes(ctx context.Context) ([]wire.StreamClose, error)
 		out = append(out, wire.StreamClose{Tenant: f.Tenant, StreamID: f.StreamID, BelowVersion: f.BelowVersion})
 	}
 	return out, nil
+}
+
+// MaxHistoryChangesPerAnswer bounds the history changes one type-level answer carries (about 100
+// bytes each on the wire, so an answer stays far below the broker's 1 MiB); a consumer with more
+// to catch up asks again from the answer's ChangesThrough.
+const MaxHistoryChangesPerAnswer = 1000
+
+// changes returns this origin's history changes above after, listing the requester's granted
+// types only (isolation), the cursor moving past the others.
+func (s *ManifestServer) changes(ctx context.Context, after int64, granted map[string]bool) (store.HistoryChangesPage, error) {
+	types := make([]string, 0, len(granted))
+	for t := range granted {
+		types = append(types, t)
+	}
+	return store.HistoryChangesAfter(ctx, s.Pool, after, types, MaxHistoryChangesPerAnswer)
+}
+
+func wireChanges(changes []store.HistoryChange) []wire.HistoryChange {
+	var out []wire.HistoryChange
+	for _, c := range changes {
+		out = append(out, wire.HistoryChange{ChangeID: c.ChangeID, Kind: c.Kind, EventID: c.EventID, Flags: c.Flags})
+	}
+	return out
 }
 
 // granted returns the event types requester may receive (isolation: digests only for those).
