@@ -133,18 +133,19 @@ begin
         perform streamseal._fold_changes(changes);
     end if;
 
-    -- Flags of stamped own events changed (reclassify_ephemeral, or an application's UPDATE):
+    -- The fold bits (1 ephemeral, 2 at-most-once) of stamped own events changed
+    -- (reclassify_ephemeral, or an application's UPDATE):
     -- a fact that travels. Identity cannot change here (_events_identity_refused), so the old
     -- and new rows pair by event_id. The stamper's own updates start unstamped: skipped at once.
     self := streamseal.service_name();
     if exists (select from before_update o where o.origin = self and o.origin_seq is not null) then
         if exists (select from before_update o join after_update a on a.event_id = o.event_id
-                   where o.origin = self and o.origin_seq is not null and o.flags <> a.flags) then
+                   where o.origin = self and o.origin_seq is not null and o.flags & 3 <> a.flags & 3) then
             generation := streamseal._history_changing();
             insert into streamseal.history_changes (kind, event_id, tenant, event_type, stream_id, origin_seq, flags, generation)
             select 'reclassified', a.event_id, a.tenant, a.event_type, a.stream_id, a.origin_seq, a.flags, generation
             from before_update o join after_update a on a.event_id = o.event_id
-            where o.origin = self and o.origin_seq is not null and o.flags <> a.flags
+            where o.origin = self and o.origin_seq is not null and o.flags & 3 <> a.flags & 3
             order by a.origin_seq;
         end if;
     end if;
@@ -152,9 +153,10 @@ begin
 end
 $$;
 
--- _events_identity_refused refuses an UPDATE that rewrites what identifies a stamped own event
--- (invariant 3): consumers hold those bytes, and a digest folds only event ids, so a rewritten
--- payload would diverge silently. Append a new event instead; history leaves the store only by
+-- _events_identity_refused refuses an UPDATE that rewrites what identifies a stamped own counted
+-- event (invariant 3): consumers hold those bytes, and a digest folds only event ids, so a
+-- rewritten payload would diverge silently. Ephemeral and at-most-once events are outside sealed
+-- history (their retention, reaping included, is their own business). Append a new event instead; history leaves the store only by
 -- DELETE or close_stream, which travel to consumers as announced facts.
 create function streamseal._events_identity_refused()
 returns trigger
@@ -211,7 +213,7 @@ create trigger events_truncate_refused
 create trigger events_identity_refused
     before update on streamseal.events
     for each row
-    when (old.origin_seq is not null
+    when (old.origin_seq is not null and old.flags & 3 = 0
           and (old.event_id, old.origin, old.origin_seq, old.type_seq, old.tenant, old.stream_id,
                old.stream_version, old.event_type, old.payload)
               is distinct from

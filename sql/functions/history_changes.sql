@@ -1,5 +1,5 @@
 -- history_changes: deliberate changes of this service's sealed history (an own stamped counted
--- event removed, or its flags changed by reclassification) recorded as facts that travel. The
+-- event removed, or its fold bits changed by reclassification) recorded as facts that travel. The
 -- write-path triggers (event_triggers.sql) record them; the manifest answer (controlplane/audit)
 -- carries them with history_changes_page; a consumer applies them once with apply_history_changes.
 
@@ -86,7 +86,7 @@ $$;
 -- apply_history_changes applies an origin's announced changes (a JSON array of {change_id, kind,
 -- event_id, flags, ...}, as a manifest answer carries them) to this store's copies of that
 -- origin, each once: a removed event's copy is deleted, a reclassified one takes the origin's
--- flags. Only copies the origin named, by event id and origin, are touched (invariant 10: this
+-- fold bits (1 ephemeral, 2 at-most-once; the copy's own state-only bit stays). Only copies the origin named, by event id and origin, are touched (invariant 10: this
 -- replicates announced facts, it never deletes a divergence). The write-path triggers keep the
 -- digests and closed epochs exact (invariant 4). The cursor moves to through (the highest id the
 -- origin scanned) or the highest id applied. Returns how many copies changed.
@@ -143,11 +143,11 @@ begin
     get diagnostics removed = row_count;
 
     update streamseal.events e
-    set flags = latest.flags
+    set flags = (e.flags & ~3) | (latest.flags & 3)
     from (select distinct on (a.event_id) a.event_id, a.kind, a.flags from streamseal._announced_changes(apply_history_changes.changes) a
           where a.change_id > cursor_at order by a.event_id, a.change_id desc) latest
     where latest.kind = 'reclassified' and e.origin = apply_history_changes.origin and e.event_id = latest.event_id
-      and e.flags <> latest.flags;
+      and e.flags & 3 <> latest.flags & 3;
     get diagnostics reclassified = row_count;
 
     update streamseal.copy_history_cursors k
