@@ -91,7 +91,7 @@ begin
     perform streamseal._fold_changes(changes);
 
     -- Own sealed history removed (an application's DELETE, close_stream): a fact that travels.
-    self := streamseal.service_name();
+    self := (select s.name from streamseal.service s);
     if exists (select from pg_catalog.unnest(changes) c where c.origin = self) then
         generation := streamseal._history_changing();
         insert into streamseal.history_changes (kind, event_id, tenant, event_type, stream_id, origin_seq, flags, generation)
@@ -106,7 +106,9 @@ $$;
 
 -- _events_updated moves each updated event's contribution from its old place to its new one:
 -- stamping (counted from now on), reclassification (ephemeral: no longer counted), or an
--- application rewriting identity columns. Unchanged contributions cancel (h XOR h = 0, -1 + 1 = 0).
+-- application rewriting an unstamped event or a copy. Unchanged contributions cancel (h XOR h = 0,
+-- -1 + 1 = 0). It refuses a rewrite of a stamped own counted event's identity and records fold-bit
+-- changes of stamped own events as history changes.
 create function streamseal._events_updated()
 returns trigger
 language plpgsql
@@ -118,9 +120,34 @@ set jit = off
 as $$
 declare
     changes streamseal._counted_change[];
-    self text;
+    -- No name yet: no own events either (and no error for an UPDATE that touched nothing).
+    self text := (select s.name from streamseal.service s);
+    stamped_own boolean;
+    rewritten record;
     generation bigint;
 begin
+    -- Old and new rows pair by local_id (generated always: no UPDATE can change it). The
+    -- stamper's updates start unstamped, so this test is all they pay here.
+    stamped_own := exists (select from before_update o where o.origin = self and o.origin_seq is not null);
+
+    -- GUARD: a stamped own counted event keeps its identity and payload (invariant 3): consumers
+    -- hold those bytes and a digest folds only ids, so a rewrite would diverge where no audit
+    -- sees it. Ephemeral and at-most-once events are outside sealed history (retention is free).
+    if stamped_own then
+        select o.event_id, o.origin_seq into rewritten
+        from before_update o join after_update a on a.local_id = o.local_id
+        where o.origin = self and o.origin_seq is not null and o.flags & 3 = 0
+          and (o.event_id, o.origin, o.origin_seq, o.type_seq, o.tenant, o.stream_id, o.stream_version, o.event_type, o.payload)
+              is distinct from
+              (a.event_id, a.origin, a.origin_seq, a.type_seq, a.tenant, a.stream_id, a.stream_version, a.event_type, a.payload)
+        limit 1;
+        if found then
+            raise exception 'event % (origin "%", origin_seq %) is stamped: its identity (event_id, origin, sequences, tenant, stream, version, type, payload) cannot change; append a new event, or remove it with DELETE or streamseal.close_stream',
+                rewritten.event_id, self, rewritten.origin_seq
+                using errcode = '0A000';
+        end if;
+    end if;
+
     changes := array(
         select row(o.origin, o.origin_seq, o.tenant, o.event_type, o.stream_id, o.event_id, -1)::streamseal._counted_change
         from before_update o
@@ -134,43 +161,18 @@ begin
     end if;
 
     -- The fold bits (1 ephemeral, 2 at-most-once) of stamped own events changed
-    -- (reclassify_ephemeral, or an application's UPDATE):
-    -- a fact that travels. Identity cannot change here (_events_identity_refused), so the old
-    -- and new rows pair by event_id. The stamper's own updates start unstamped: skipped at once.
-    self := streamseal.service_name();
-    if exists (select from before_update o where o.origin = self and o.origin_seq is not null) then
-        if exists (select from before_update o join after_update a on a.event_id = o.event_id
-                   where o.origin = self and o.origin_seq is not null and o.flags & 3 <> a.flags & 3) then
-            generation := streamseal._history_changing();
-            insert into streamseal.history_changes (kind, event_id, tenant, event_type, stream_id, origin_seq, flags, generation)
-            select 'reclassified', a.event_id, a.tenant, a.event_type, a.stream_id, a.origin_seq, a.flags, generation
-            from before_update o join after_update a on a.event_id = o.event_id
-            where o.origin = self and o.origin_seq is not null and o.flags & 3 <> a.flags & 3
-            order by a.origin_seq;
-        end if;
+    -- (reclassify_ephemeral, or an application's UPDATE): a fact that travels.
+    if stamped_own and exists (
+            select from before_update o join after_update a on a.local_id = o.local_id
+            where o.origin = self and o.origin_seq is not null and o.flags & 3 <> a.flags & 3) then
+        generation := streamseal._history_changing();
+        insert into streamseal.history_changes (kind, event_id, tenant, event_type, stream_id, origin_seq, flags, generation)
+        select 'reclassified', a.event_id, a.tenant, a.event_type, a.stream_id, a.origin_seq, a.flags, generation
+        from before_update o join after_update a on a.local_id = o.local_id
+        where o.origin = self and o.origin_seq is not null and o.flags & 3 <> a.flags & 3
+        order by a.origin_seq;
     end if;
     return null;
-end
-$$;
-
--- _events_identity_refused refuses an UPDATE that rewrites what identifies a stamped own counted
--- event (invariant 3): consumers hold those bytes, and a digest folds only event ids, so a
--- rewritten payload would diverge silently. Ephemeral and at-most-once events are outside sealed
--- history (their retention, reaping included, is their own business). Append a new event instead; history leaves the store only by
--- DELETE or close_stream, which travel to consumers as announced facts.
-create function streamseal._events_identity_refused()
-returns trigger
-language plpgsql
-volatile
-set search_path = pg_catalog, pg_temp
-as $$
-begin
-    if old.origin = streamseal.service_name() then
-        raise exception 'event % (origin "%", origin_seq %) is stamped: its identity (event_id, origin, sequences, tenant, stream, version, type, payload) cannot change; append a new event, or remove it with DELETE or streamseal.close_stream',
-            old.event_id, old.origin, old.origin_seq
-            using errcode = '0A000';
-    end if;
-    return new;
 end
 $$;
 
@@ -209,14 +211,3 @@ create trigger events_truncate_refused
     before truncate on streamseal.events
     for each statement execute function streamseal._events_truncate_refused();
 
--- Per row, but the function runs only for a row whose identity changed (the WHEN test is cheap).
-create trigger events_identity_refused
-    before update on streamseal.events
-    for each row
-    when (old.origin_seq is not null and old.flags & 3 = 0
-          and (old.event_id, old.origin, old.origin_seq, old.type_seq, old.tenant, old.stream_id,
-               old.stream_version, old.event_type, old.payload)
-              is distinct from
-              (new.event_id, new.origin, new.origin_seq, new.type_seq, new.tenant, new.stream_id,
-               new.stream_version, new.event_type, new.payload))
-    execute function streamseal._events_identity_refused();
