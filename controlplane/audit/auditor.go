@@ -254,7 +254,12 @@ func (a *Auditor) auditOrigin(ctx context.Context, o store.KnownOrigin, full boo
 		return f, err
 	}
 	drilled := drillOrder(mismatched, cursors, a.Limits.MaxDrillDownTypes)
-	d, err := a.drillDown(ctx, origin, control, f.From, f.To, drilled, cursors, eventsOf(typeDigests, drilled))
+	d, err := a.drillDown(ctx, origin, control, f.From, f.To, generation, drilled, cursors, eventsOf(typeDigests, drilled))
+	if errors.Is(err, errGenerationMoved) {
+		f.Skipped = "the origin's generation changed during the drill-down: this round skipped, the next applies its changes"
+		a.Logger.Warn("audit: origin generation changed during the drill-down; round skipped", "origin", origin, "generation", generation)
+		return f, nil
+	}
 	if err != nil {
 		return f, err
 	}

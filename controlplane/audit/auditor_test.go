@@ -387,6 +387,54 @@ func TestAuditor(t *testing.T) {
 		}
 	})
 
+	// Invariants 10 and 14: the origin removes an event while the consumer drills down (after the
+	// first stream page). The later pages come from a newer generation than the type-level answer,
+	// so the round stops and says so instead of reading the removed event's copy as a local extra;
+	// the following rounds apply the announced removal and never report one either.
+	t.Run("StopsADrillDownWhoseOriginChangedHistoryMeanwhile", func(t *testing.T) {
+		t.Parallel()
+		a, b := setup(t)
+		a.Limits.MaxDigests = 1 // one stream per page
+		var events []store.NewEvent
+		for _, stream := range []string{"s1", "s2", "s3"} {
+			events = append(events, ownEvent("acme", stream, 1, eventTypes[0]))
+		}
+		appendStamped(t, b.origin, events...)
+		ingest(t, b.pool, ownLane(t, b.origin)[1:]) // billing lost s1: the type mismatches
+		b.serve(t)
+		a.OnProgress = func(p audit.Progress) {
+			if p.Pages == 1 {
+				if _, err := b.origin.Exec(ctx, "delete from streamseal.events where event_id = $1", events[2].EventID); err != nil {
+					t.Error(err)
+				}
+			}
+		}
+		first, err := a.Run(ctx, audit.Scope{})
+		a.OnProgress = nil
+		if err != nil {
+			t.Fatal(err)
+		}
+		if f := first[0]; !strings.Contains(f.Skipped, "during the drill-down") || len(f.Divergent) != 0 {
+			t.Fatalf("audit across the removal %+v; want the round stopped at the newer generation", f)
+		}
+		for round := range 3 {
+			found, err := a.Run(ctx, audit.Scope{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, d := range found[0].Divergent {
+				if d.Reason == "local_extra" {
+					t.Fatalf("round %d reported %+v: an announced removal must never read as a local extra", round, d)
+				}
+			}
+		}
+		for _, id := range copiesHeld(t, b.pool) {
+			if id == events[2].EventID.String() {
+				t.Fatalf("billing still holds the copy of the removed event %s", id)
+			}
+		}
+	})
+
 	// Invariant 9: history changes beyond one answer are caught up ask by ask, at most
 	// MaxHistoryAsks per origin's audit; a round that could not catch up says so and compares
 	// nothing, and the next continues from its cursor.
