@@ -29,8 +29,8 @@ type HistoryChangesPage struct {
 }
 
 // HistoryChangesAfter reads up to max of this origin's history changes above after, listing
-// those of eventTypes (streamseal.history_changes_page). It waits for recorders in flight, so a
-// cursor never passes a change that commits later.
+// those of eventTypes (streamseal.history_changes_page). Recorders are serialized to commit (the
+// generation row lock), so the cursor it returns never passes a change that commits later.
 func HistoryChangesAfter(ctx context.Context, db Querier, after int64, eventTypes []string, max int) (HistoryChangesPage, error) {
 	var page HistoryChangesPage
 	var body []byte

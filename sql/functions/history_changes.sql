@@ -3,31 +3,19 @@
 -- write-path triggers (event_triggers.sql) record them; the manifest answer (controlplane/audit)
 -- carries them with history_changes_page; a consumer applies them once with apply_history_changes.
 
--- _history_changes_lock_key is the advisory lock that orders change ids by commit: recorders take
--- it shared until they commit, history_changes_page takes it exclusively before it reads, so
--- every id below the highest one it sees has committed (an identity value is handed out at
--- insert, not at commit: without this a reader could pass an id that commits later).
-create function streamseal._history_changes_lock_key()
-returns bigint
-language sql
-immutable
-as $$ select pg_catalog.hashtextextended('streamseal.history_changes', 0) $$;
-
 -- _history_changing is called by a write-path trigger about to record changes of own sealed
--- history: it takes the recorder's lock and starts a new origin generation (once per statement;
--- any change of a stamped own counted event bumps, closed epoch or not, so a consumer's seal
--- never stands over changed history). Returns the new generation.
+-- history: it starts a new origin generation (once per statement; any change of a stamped own
+-- counted event bumps, closed epoch or not, so a consumer's seal never stands over changed
+-- history) and returns it. The bump row-locks origin_generation until commit, and the trigger
+-- takes its change ids only after it: recorders are serialized to commit, so a change id never
+-- commits after a higher one, and a reader's cursor can never pass a change that commits later
+-- (an identity value is handed out at insert, not at commit; this lock is what orders them).
 create function streamseal._history_changing()
 returns bigint
-language plpgsql
+language sql
 volatile
 set search_path = pg_catalog, pg_temp
-as $$
-begin
-    perform pg_catalog.pg_advisory_xact_lock_shared(streamseal._history_changes_lock_key());
-    return streamseal._bump_origin_generation();
-end
-$$;
+as $$ select streamseal._bump_origin_generation() $$;
 
 -- history_changes_page returns, for a manifest answer, this origin's changes with change_id above
 -- after: at most max_changes of them scanned in id order, of which only the changes of
@@ -37,7 +25,7 @@ $$;
 create function streamseal.history_changes_page(after bigint, event_types text[], max_changes integer)
 returns table (through bigint, more boolean, changes jsonb)
 language plpgsql
-volatile
+stable
 set search_path = pg_catalog, pg_temp
 as $$
 begin
@@ -49,8 +37,6 @@ begin
         raise exception 'history_changes_page: max_changes % is invalid: expected a positive page size', history_changes_page.max_changes
             using errcode = '22023';
     end if;
-    -- Wait for every recorder in flight; each later statement's snapshot sees what they committed.
-    perform pg_catalog.pg_advisory_xact_lock(streamseal._history_changes_lock_key());
     return query
     with scanned as (
         select h.*, pg_catalog.row_number() over (order by h.change_id) as position
