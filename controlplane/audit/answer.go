@@ -1,9 +1,11 @@
 // answer.go: the origin side. A ManifestServer answers a consumer's manifest request with the
 // digests of a window (type level from sealed epochs plus the live fringe, or stream level paged by
 // stream id), chunked, every chunk carrying the watermark and the origin generation, directed to
-// the requester. Only the (tenant, type) pairs the requester is granted are answered, and only
-// the close-the-books floors of tenants it is granted (invariant 11). One answer build at a time
-// per process; the rules are SQL's (answer_type_digests, answer_stream_digests_page).
+// the requester. A type-level answer's first chunk also carries the origin's closes and its
+// announced history changes above the requester's cursor (history_changes_page). Only the
+// (tenant, type) pairs the requester is granted are answered, and only the close-the-books floors
+// and history changes of tenants it is granted (invariant 11). One answer build at a time per
+// process; the rules are SQL's (answer_type_digests, answer_stream_digests_page).
 
 package audit
 
@@ -66,11 +68,8 @@ func (s *ManifestServer) answer(ctx context.Context, env wire.Envelope, _ []byte
 	if req.MaxDigests > 0 && req.MaxDigests < limit {
 		limit = req.MaxDigests
 	}
-	generation, err := store.OriginGeneration(ctx, s.Pool)
-	if err != nil {
-		return err
-	}
 	var digests []wire.ManifestDigest
+	var err error
 	var watermark int64
 	var resume string
 	switch req.Level {
@@ -83,10 +82,20 @@ func (s *ManifestServer) answer(ctx context.Context, env wire.Envelope, _ []byte
 		return err
 	}
 	var closes []wire.StreamClose
+	var changes store.HistoryChangesPage
 	if req.Level == wire.LevelTypes {
 		if closes, err = s.closes(ctx, env.From); err != nil {
 			return err
 		}
+		if changes, err = store.HistoryChangesAfter(ctx, s.Pool, req.ChangesAfter, env.From, MaxHistoryChangesPerAnswer); err != nil {
+			return err
+		}
+	}
+	// Read last: every change (and close) this answer carries bumped a generation at or below
+	// this one, so a consumer whose seal predates any of them resets it (seal_generation_guard).
+	generation, err := store.OriginGeneration(ctx, s.Pool)
+	if err != nil {
+		return err
 	}
 	chunks := max(1, (len(digests)+limit-1)/limit)
 	for i := range chunks {
@@ -98,6 +107,9 @@ func (s *ManifestServer) answer(ctx context.Context, env wire.Envelope, _ []byte
 		}
 		if i == 0 {
 			a.Closes = closes
+			if req.Level == wire.LevelTypes {
+				a.Changes, a.ChangesThrough, a.ChangesMore = wireChanges(changes.Changes), changes.Through, changes.More
+			}
 		}
 		out, err := wire.NewEnvelope(wire.KindManifestAnswer, s.Service, env.From, a)
 		if err != nil {
@@ -124,6 +136,19 @@ func (s *ManifestServer) closes(ctx context.Context, requester string) ([]wire.S
 		out = append(out, wire.StreamClose{Tenant: f.Tenant, StreamID: f.StreamID, BelowVersion: f.BelowVersion})
 	}
 	return out, nil
+}
+
+// MaxHistoryChangesPerAnswer bounds the history changes one type-level answer carries (about 100
+// bytes each on the wire, so an answer stays far below the broker's 1 MiB); a consumer with more
+// to catch up asks again from the answer's ChangesThrough.
+const MaxHistoryChangesPerAnswer = 1000
+
+func wireChanges(changes []store.HistoryChange) []wire.HistoryChange {
+	var out []wire.HistoryChange
+	for _, c := range changes {
+		out = append(out, wire.HistoryChange{ChangeID: c.ChangeID, Kind: c.Kind, EventID: c.EventID, Flags: c.Flags})
+	}
+	return out
 }
 
 func (s *ManifestServer) typeLevel(ctx context.Context, requester string, req wire.ManifestRequest) ([]wire.ManifestDigest, int64, error) {

@@ -1,6 +1,7 @@
 // auditor.go: the consumer side. For each origin it knows (the known_origins table, so the first
-// audit after a restart exchanges at once) an Auditor calls the seal generation guard, asks a
-// directed type-level manifest for the window above its seal, compares (SQL: compare_type_digests),
+// audit after a restart exchanges at once) an Auditor asks a directed type-level manifest for the
+// window above its seal, applies the origin's announced closes and history changes to its copies,
+// calls the seal generation guard with the answer's generation, compares (SQL: compare_type_digests),
 // drills down into mismatched types with stream-level pages (compare_stream_digests), hands every
 // divergent bucket to the durable repair ledger (ledger_observe: cooldown, backoff, budget), sends
 // capped deficit repairs batched per (tenant, type), alarms on identity mismatches and local extras
@@ -35,6 +36,7 @@ type Limits struct {
 	MaxDigests        int           // digests per manifest chunk asked for (default 500)
 	MaxRequests       int           // repair requests per audit (default 25)
 	AnswerTimeout     time.Duration // how long to wait for an origin's answer (default 30s)
+	MaxHistoryAsks    int           // type-level asks per origin catching up on history changes (default 10)
 }
 
 // Defaults of Limits, used where a field is left zero.
@@ -44,6 +46,10 @@ const (
 	MaxDigestsDefault        = config.MaxDigestsPerManifestDefault
 	MaxRequestsDefault       = config.MaxAutoRepairRequestsPerAuditDefault
 	AnswerTimeoutDefault     = 30 * time.Second
+	// MaxHistoryAsksDefault bounds the type-level asks one origin's audit spends catching up on its
+	// history changes (each answer carries up to MaxHistoryChangesPerAnswer); beyond it the round
+	// is skipped, saying so, and the next audit continues from the cursor (invariant 9).
+	MaxHistoryAsksDefault = 10
 )
 
 func (l Limits) withDefaults() Limits {
@@ -61,6 +67,9 @@ func (l Limits) withDefaults() Limits {
 	}
 	if l.AnswerTimeout <= 0 {
 		l.AnswerTimeout = AnswerTimeoutDefault
+	}
+	if l.MaxHistoryAsks <= 0 {
+		l.MaxHistoryAsks = MaxHistoryAsksDefault
 	}
 	return l
 }
@@ -174,15 +183,7 @@ func (a *Auditor) Run(ctx context.Context, scope Scope) ([]Finding, error) {
 func (a *Auditor) auditOrigin(ctx context.Context, o store.KnownOrigin, full bool) (Finding, error) {
 	origin := o.Name
 	f := Finding{Origin: origin}
-	guard, err := store.SealGenerationGuard(ctx, a.Pool, origin, o.Generation)
-	if err != nil {
-		return f, err
-	}
-	if guard == store.SealSkip {
-		f.Skipped = "the origin's generation changed: seal reset, this round skipped"
-		a.Logger.Warn("audit: origin generation changed; seal reset, round skipped", "origin", origin, "generation", o.Generation)
-		return f, nil
-	}
+	var err error
 	if !full {
 		if f.From, err = store.SealedThrough(ctx, a.Pool, origin); err != nil {
 			return f, err
@@ -192,14 +193,46 @@ func (a *Auditor) auditOrigin(ctx context.Context, o store.KnownOrigin, full boo
 	if err != nil {
 		return f, err
 	}
-	answers, err := a.ask(ctx, origin, wire.ManifestRequest{Level: wire.LevelTypes, From: f.From, To: 1 << 62, MaxDigests: a.Limits.MaxDigests})
+	cursor, err := store.HistoryCursor(ctx, a.Pool, origin)
 	if err != nil {
 		return f, err
 	}
-	f.To = answers[0].Watermark
-	if err := a.applyCloses(ctx, origin, answers[0].Closes); err != nil {
+	// Ask, and apply the origin's announced closes and history changes to our copies before
+	// comparing; while more changes remain, ask again from the new cursor (capped per audit).
+	var answers []wire.ManifestAnswer
+	for asked := 1; ; asked++ {
+		answers, err = a.ask(ctx, origin, wire.ManifestRequest{Level: wire.LevelTypes, From: f.From, To: 1 << 62,
+			MaxDigests: a.Limits.MaxDigests, ChangesAfter: cursor})
+		if err != nil {
+			return f, err
+		}
+		if err := a.applyCloses(ctx, origin, answers[0].Closes); err != nil {
+			return f, err
+		}
+		if cursor, err = a.applyChanges(ctx, origin, cursor, answers[0]); err != nil {
+			return f, err
+		}
+		if !answers[0].ChangesMore {
+			break
+		}
+		if asked >= a.Limits.MaxHistoryAsks {
+			f.Skipped = fmt.Sprintf("the origin's history changes are still arriving (applied through change %d, more remain): nothing compared this round", cursor)
+			a.Logger.Warn("audit: origin history changes still arriving; round skipped", "origin", origin, "applied_through", cursor)
+			return f, nil
+		}
+	}
+	// The guard reads the generation from the answer it compares, not from a checkpoint.
+	generation := answers[0].Generation
+	guard, err := store.SealGenerationGuard(ctx, a.Pool, origin, generation)
+	if err != nil {
 		return f, err
 	}
+	if guard == store.SealSkip {
+		f.Skipped = "the origin's generation changed: seal reset, this round skipped"
+		a.Logger.Warn("audit: origin generation changed; seal reset, round skipped", "origin", origin, "generation", generation)
+		return f, nil
+	}
+	f.To = answers[0].Watermark
 	var typeDigests []wire.ManifestDigest
 	for _, ans := range answers {
 		typeDigests = append(typeDigests, ans.Digests...)
@@ -222,7 +255,12 @@ func (a *Auditor) auditOrigin(ctx context.Context, o store.KnownOrigin, full boo
 		return f, err
 	}
 	drilled := drillOrder(mismatched, cursors, a.Limits.MaxDrillDownTypes)
-	d, err := a.drillDown(ctx, origin, f.From, f.To, drilled, cursors, eventsOf(typeDigests, drilled))
+	d, err := a.drillDown(ctx, origin, f.From, f.To, generation, drilled, cursors, eventsOf(typeDigests, drilled))
+	if errors.Is(err, errGenerationMoved) {
+		f.Skipped = "the origin's generation changed during the drill-down: this round skipped, the next applies its changes"
+		a.Logger.Warn("audit: origin generation changed during the drill-down; round skipped", "origin", origin, "generation", generation)
+		return f, nil
+	}
 	if err != nil {
 		return f, err
 	}
@@ -239,6 +277,27 @@ func unresolved(mismatched []string, d drill) []Unresolved {
 		out = append(out, Unresolved{Type: t, Drilled: d.walked[t], ResumeAfter: d.left[t]})
 	}
 	return out
+}
+
+// applyChanges applies the origin's announced history changes carried by answer (removed or
+// reclassified events) to this store's copies, once each, and returns the new cursor. This is the
+// origin's deliberate history replicated, not a deletion decided from a divergence (invariant 10).
+func (a *Auditor) applyChanges(ctx context.Context, origin string, cursor int64, answer wire.ManifestAnswer) (int64, error) {
+	if len(answer.Changes) == 0 && answer.ChangesThrough <= cursor {
+		return cursor, nil
+	}
+	changes := make([]store.HistoryChange, len(answer.Changes))
+	for i, c := range answer.Changes {
+		changes[i] = store.HistoryChange{ChangeID: c.ChangeID, Kind: c.Kind, EventID: c.EventID, Flags: c.Flags}
+	}
+	changed, err := store.HistoryChangesApply(ctx, a.Pool, origin, changes, answer.ChangesThrough)
+	if err != nil {
+		return cursor, err
+	}
+	if changed > 0 {
+		a.Logger.Info("audit: applied the origin's announced history changes to our copies", "origin", origin, "copies_changed", changed)
+	}
+	return max(cursor, answer.ChangesThrough), nil
 }
 
 // applyCloses applies the origin's close-the-books floors to this store's copies, so closed

@@ -406,6 +406,143 @@ func TestAuditor(t *testing.T) {
 
 	// Invariant 12 (authenticity): an answer whose body claims an origin other than its sender is
 	// refused, not fed to a comparison.
+	// Invariants 4 and 10 (issue 15 item 2): an application deletes one own event the consumer
+	// already sealed, in an epoch not yet closed. The deletion bumps the origin's generation (the
+	// seal covers that epoch) and the guard reads it from the answer it compares (this origin sends
+	// no checkpoint here), so the round skips and resets the seal; the announced removal is applied
+	// to the copy, and the next round certifies the window again with no divergence.
+	t.Run("GuardReadsTheGenerationFromTheAnswerAndAppliesAnnouncedRemovals", func(t *testing.T) {
+		t.Parallel()
+		a, b := setup(t)
+		var events []store.NewEvent
+		for v := int64(1); v <= 4; v++ {
+			events = append(events, ownEvent("acme", "s1", v, eventTypes[0]))
+		}
+		appendStamped(t, b.origin, events...)
+		ingest(t, b.pool, ownLane(t, b.origin))
+		b.serve(t)
+		if first, err := a.Run(ctx, audit.Scope{}); err != nil || !first[0].Sealed || first[0].SealedThrough != 5 {
+			t.Fatalf("first audit %+v, %v; want [0, 5) sealed", first, err)
+		}
+		if _, err := b.origin.Exec(ctx, "delete from streamseal.events where event_id = $1", events[1].EventID); err != nil {
+			t.Fatal(err)
+		}
+		skipped, err := a.Run(ctx, audit.Scope{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if f := skipped[0]; f.Skipped == "" || len(f.Divergent) != 0 {
+			t.Fatalf("audit after the deletion %+v; want the round skipped on the answer's new generation", f)
+		}
+		if n := len(copiesHeld(t, b.pool)); n != 3 {
+			t.Fatalf("billing holds %d copies; want 3: the announced removal applied", n)
+		}
+		again, err := a.Run(ctx, audit.Scope{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if f := again[0]; f.Skipped != "" || f.From != 0 || !f.Sealed || f.SealedThrough != 5 || len(f.Divergent) != 0 {
+			t.Fatalf("re-verification %+v; want [0, 5) certified again with no divergence", f)
+		}
+	})
+
+	// Invariants 10 and 14: the origin removes an event while the consumer drills down (after the
+	// first stream page). The later pages come from a newer generation than the type-level answer,
+	// so the round stops and says so instead of reading the removed event's copy as a local extra;
+	// the following rounds apply the announced removal and never report one either.
+	t.Run("StopsADrillDownWhoseOriginChangedHistoryMeanwhile", func(t *testing.T) {
+		t.Parallel()
+		a, b := setup(t)
+		a.Limits.MaxDigests = 1 // one stream per page
+		var events []store.NewEvent
+		for _, stream := range []string{"s1", "s2", "s3"} {
+			events = append(events, ownEvent("acme", stream, 1, eventTypes[0]))
+		}
+		appendStamped(t, b.origin, events...)
+		ingest(t, b.pool, ownLane(t, b.origin)[1:]) // billing lost s1: the type mismatches
+		b.serve(t)
+		a.OnProgress = func(p audit.Progress) {
+			if p.Pages == 1 {
+				if _, err := b.origin.Exec(ctx, "delete from streamseal.events where event_id = $1", events[2].EventID); err != nil {
+					t.Error(err)
+				}
+			}
+		}
+		first, err := a.Run(ctx, audit.Scope{})
+		a.OnProgress = nil
+		if err != nil {
+			t.Fatal(err)
+		}
+		if f := first[0]; !strings.Contains(f.Skipped, "during the drill-down") || len(f.Divergent) != 0 {
+			t.Fatalf("audit across the removal %+v; want the round stopped at the newer generation", f)
+		}
+		for round := range 3 {
+			found, err := a.Run(ctx, audit.Scope{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, d := range found[0].Divergent {
+				if d.Reason == "local_extra" {
+					t.Fatalf("round %d reported %+v: an announced removal must never read as a local extra", round, d)
+				}
+			}
+		}
+		for _, id := range copiesHeld(t, b.pool) {
+			if id == events[2].EventID.String() {
+				t.Fatalf("billing still holds the copy of the removed event %s", id)
+			}
+		}
+	})
+
+	// Invariant 9: history changes beyond one answer are caught up ask by ask, at most
+	// MaxHistoryAsks per origin's audit; a round that could not catch up says so and compares
+	// nothing, and the next continues from its cursor.
+	t.Run("CatchesUpOnHistoryChangesAskByAskWithinItsCap", func(t *testing.T) {
+		t.Parallel()
+		a, b := setup(t)
+		n := audit.MaxHistoryChangesPerAnswer + 500
+		var events []store.NewEvent
+		for i := range n {
+			events = append(events, ownEvent("acme", fmt.Sprintf("s%04d", i), 1, eventTypes[0]))
+		}
+		appendStamped(t, b.origin, events...)
+		ingest(t, b.pool, ownLane(t, b.origin))
+		b.serve(t)
+		if first, err := a.Run(ctx, audit.Scope{}); err != nil || !first[0].Sealed {
+			t.Fatalf("first audit %+v, %v; want sealed", first, err)
+		}
+		if _, err := b.origin.Exec(ctx, "delete from streamseal.events where origin = 'orders'"); err != nil {
+			t.Fatal(err)
+		}
+		a.Limits.MaxHistoryAsks = 1
+		capped, err := a.Run(ctx, audit.Scope{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if f := capped[0]; !strings.Contains(f.Skipped, "still arriving") || len(f.Divergent) != 0 {
+			t.Fatalf("capped audit %+v; want skipped while history changes remain", f)
+		}
+		if held := len(copiesHeld(t, b.pool)); held != 500 {
+			t.Fatalf("billing holds %d copies after one ask; want 500 (one answer's %d removals applied)", held, audit.MaxHistoryChangesPerAnswer)
+		}
+		a.Limits.MaxHistoryAsks = audit.MaxHistoryAsksDefault
+		for round := 0; round < 2; round++ {
+			found, err := a.Run(ctx, audit.Scope{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(found[0].Divergent) != 0 {
+				t.Fatalf("round %d reported %+v: announced removals must never read as divergence", round, found[0].Divergent)
+			}
+			if found[0].Skipped == "" && !found[0].Sealed {
+				t.Fatalf("round %d = %+v; want skipped (generation) or certified", round, found[0])
+			}
+		}
+		if held := len(copiesHeld(t, b.pool)); held != 0 {
+			t.Fatalf("billing holds %d copies; want 0: every announced removal applied", held)
+		}
+	})
+
 	t.Run("RefusesAnAnswerItsSenderDoesNotOwn", func(t *testing.T) {
 		t.Parallel()
 		a := &audit.Auditor{}

@@ -5,6 +5,7 @@ package audit
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"time"
 
@@ -64,7 +65,13 @@ func drillOrder(mismatched []string, cursors map[string]store.AuditCursor, limit
 // last drill-down stopped (audit_cursors; types at one cursor walk together) and going around
 // to it from the first stream, within one page budget for the audit, and records where each
 // stopped ("" when it came full circle).
-func (a *Auditor) drillDown(ctx context.Context, origin string, from, to int64, types []string, cursors map[string]store.AuditCursor, total int64) (drill, error) {
+// errGenerationMoved stops a drill-down whose stream pages come from another origin generation
+// than the type-level answer it drills into: the origin changed its history meanwhile, and a
+// page of the new history compared with copies that have not applied the change would read as
+// divergence (a removed event as a local extra).
+var errGenerationMoved = errors.New("the origin's generation changed during the drill-down")
+
+func (a *Auditor) drillDown(ctx context.Context, origin string, from, to, generation int64, types []string, cursors map[string]store.AuditCursor, total int64) (drill, error) {
 	d := drill{walked: map[string]bool{}, left: map[string]string{}}
 	groups := map[string][]string{}
 	var starts []string
@@ -88,6 +95,11 @@ func (a *Auditor) drillDown(ctx context.Context, origin string, from, to int64, 
 				Types: group, AfterStream: after, MaxDigests: a.Limits.MaxDigests})
 			if err != nil {
 				return drill{}, err
+			}
+			for _, ans := range answers {
+				if ans.Generation != generation {
+					return drill{}, errGenerationMoved
+				}
 			}
 			pages, walked = pages+1, true
 			var digests []wire.ManifestDigest

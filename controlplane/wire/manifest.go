@@ -32,6 +32,9 @@ type ManifestRequest struct {
 	Types       []string `json:"types,omitempty"`
 	AfterStream string   `json:"after_stream,omitempty"`
 	MaxDigests  int      `json:"max_digests"`
+	// ChangesAfter is the requester's cursor in the origin's history changes (type level): the
+	// answer carries the changes above it.
+	ChangesAfter int64 `json:"changes_after,omitempty"`
 }
 
 // ManifestDigest is one bucket's fold; Stream is empty at type level. On the wire it is a compact
@@ -87,6 +90,23 @@ type ManifestAnswer struct {
 	// Closes are the origin's close-the-books floors (type-level answers, first chunk): history
 	// below them is gone on purpose, and the consumer applies them to its copies before comparing.
 	Closes []StreamClose `json:"closes,omitempty"`
+	// Changes are the origin's announced history changes above the request's ChangesAfter, of the
+	// requester's granted types (type-level answers, first chunk): events removed or reclassified
+	// on purpose, which the consumer applies to its copies before comparing. ChangesThrough is the
+	// requester's next cursor (the highest change the origin scanned, listed or not);
+	// ChangesMore says more remain above it.
+	Changes        []HistoryChange `json:"changes,omitempty"`
+	ChangesThrough int64           `json:"changes_through,omitempty"`
+	ChangesMore    bool            `json:"changes_more,omitempty"`
+}
+
+// HistoryChange is one announced change of an origin's sealed history: the event EventID was
+// removed ("removed") or now carries Flags ("reclassified").
+type HistoryChange struct {
+	ChangeID int64  `json:"change_id"`
+	Kind     string `json:"kind"`
+	EventID  string `json:"event_id"`
+	Flags    int    `json:"flags"`
 }
 
 // StreamClose is one stream's close floor: versions below BelowVersion are closed.

@@ -35,7 +35,9 @@ func TestDemo_EndsConvergedAndKeepsServingMetrics(t *testing.T) {
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	done := make(chan error, 1)
-	go func() { done <- demo.Run(runCtx, server, out, demo.Options{Keep: true, MetricsAddr: "127.0.0.1:0", Secured: true}) }()
+	go func() {
+		done <- demo.Run(runCtx, server, out, demo.Options{Keep: true, MetricsAddr: "127.0.0.1:0", Secured: true})
+	}()
 
 	billingMetrics := regexp.MustCompile(`metrics: billing on (http://\S+/metrics)`)
 	var url string

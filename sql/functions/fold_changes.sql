@@ -1,8 +1,7 @@
 -- _fold_changes: the single place where counted events entering or leaving the store move the
 -- folds. The write-path triggers (event_triggers.sql) hand it what their statement changed; it
--- keeps stream_digests, closed digest_epochs and sealed_prefix exact, and bumps the origin
--- generation when the own lane's sealed history changed (close_stream, reclassification, an
--- application's DELETE or UPDATE).
+-- keeps stream_digests, closed digest_epochs and sealed_prefix exact. (The origin generation moves
+-- where the triggers record own history changes: history_changes.sql.)
 
 -- _apply_epoch_deltas folds deltas into closed epochs and the lane's sealed prefix, in key order.
 create function streamseal._apply_epoch_deltas(deltas streamseal._epoch_delta[])
@@ -53,7 +52,6 @@ set jit = off
 as $$
 declare
     epoch_deltas streamseal._epoch_delta[];
-    own_history_changed boolean;
 begin
     perform streamseal._apply_digest_deltas(array(
         select row(c.origin, c.tenant, c.event_type, c.stream_id,
@@ -83,16 +81,14 @@ begin
     ), effective as (
         select m.* from moved m where m.x0 <> 0 or m.x1 <> 0 or m.n <> 0
     )
-    select pg_catalog.array_agg(row(f.origin, f.epoch, f.tenant, f.event_type, f.x0, f.x1, f.n)::streamseal._epoch_delta),
-           pg_catalog.bool_or(f.origin = (select s.name from streamseal.service s))
-    into epoch_deltas, own_history_changed
+    select pg_catalog.array_agg(row(f.origin, f.epoch, f.tenant, f.event_type, f.x0, f.x1, f.n)::streamseal._epoch_delta)
+    into epoch_deltas
     from effective f;
 
     if epoch_deltas is not null then
         perform streamseal._apply_epoch_deltas(epoch_deltas);
     end if;
-    if own_history_changed then
-        perform streamseal._bump_origin_generation();
-    end if;
+    -- The generation moves where own history changes are recorded (history_changes.sql), for
+    -- every change of a stamped own counted event, closed epoch or not.
 end
 $$;

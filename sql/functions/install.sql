@@ -15,6 +15,7 @@
 {{ template "digest.sql" . }}
 {{ template "epoch_fold.sql" . }}
 {{ template "fold_changes.sql" . }}
+{{ template "history_changes.sql" . }}
 {{ template "event_triggers.sql" . }}
 {{ template "append.sql" . }}
 {{ template "ingest.sql" . }}
