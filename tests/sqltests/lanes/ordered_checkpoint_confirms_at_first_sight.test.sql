@@ -9,7 +9,7 @@
 begin;
 select plan(10);
 select streamseal.set_service_name('lane-ordered');
-select streamseal.subscribe(array['ord.type'], 'ord-origin');
+select streamseal.subscribe_all_tenants(array['ord.type'], 'ord-origin');
 
 -- Tenants a, b, c and d each announce 1..3 in the first round. a and b lack 2; c and d hold all.
 select streamseal.ingest(array(

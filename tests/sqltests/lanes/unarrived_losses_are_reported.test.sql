@@ -6,7 +6,7 @@
 begin;
 select plan(6);
 select streamseal.set_service_name('loss-consumer');
-select streamseal.subscribe(array['tick.fired', 'blip'], 'loss-origin');
+select streamseal.subscribe_all_tenants(array['tick.fired', 'blip'], 'loss-origin');
 
 -- tick.fired 1..6, at-most-once 2, 3 and 5: 3 and 5 never arrived.
 select streamseal.ingest(array(

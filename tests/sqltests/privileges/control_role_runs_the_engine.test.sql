@@ -23,7 +23,7 @@ select lives_ok(
     $$ select * from streamseal.ledger_observe('privileges-engine-src', jsonb_build_array(streamseal_test.divergent_bucket('pe-c1', 1, 2))) $$,
     'the control role feeds the repair ledger');
 select lives_ok(
-    $$ select streamseal.grant_redelivery('privileges-engine-peer', array['thing.happened']) $$,
+    $$ select streamseal.grant_redelivery_all_tenants('privileges-engine-peer', array['thing.happened']) $$,
     'the control role grants redelivery (run --grant)');
 select lives_ok(
     $$ insert into streamseal_river.river_leader (elected_at, expires_at, leader_id) values (now(), now() + interval '5 seconds', 'pe');
