@@ -295,7 +295,7 @@ func TestUnreachableNATSAtStartWritesNothing(t *testing.T) {
 	t.Parallel()
 	url := migratedDatabase(t)
 	r := streamseal(t, nil, "run", "--database-url", url, "--service", "orders", "--consumes", "order.placed",
-		"--grant", "billing=order.placed", "--nats-url", "nats://ops:s3cret-pw@"+silentListener(t), "--start-timeout", "3s")
+		"--grant-all-tenants", "billing=order.placed", "--nats-url", "nats://ops:s3cret-pw@"+silentListener(t), "--start-timeout", "3s")
 	if r.code != 1 || !strings.Contains(r.stderr, "NATS unreachable") {
 		t.Fatalf("run: exit %d, stderr %q; want exit 1 saying NATS stayed unreachable", r.code, r.stderr)
 	}
