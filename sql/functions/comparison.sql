@@ -257,6 +257,8 @@ $$;
 -- empty-page row (every other field null or 0) is ignored, and a row with only an event_type
 -- set lists that type with no buckets, so a drill-down into a type the origin holds nothing of
 -- in the range still finds this store's extras.
+-- tenants_only (null: every tenant) narrows the local side to those tenants, for a page asked
+-- for those tenants alone (a tenant fold's drill-down, tenant_folds.sql).
 -- The local fold reads the store's events with origin_seq in [from_seq, to_seq) (O(window));
 -- a window covering the lane's whole history (from_seq <= 1, to_seq above its highest
 -- origin_seq) reads the maintained stream_digests instead, like stream_digests_page.
@@ -264,7 +266,7 @@ create function streamseal.compare_stream_digests(
     origin text, from_seq bigint, to_seq bigint, stream_ids text[], tenants text[], event_types text[],
     x0s bigint[], x1s bigint[], ns bigint[], settle interval default interval '0',
     covered_after text default null, covered_through text default null,
-    subscribed_tenants_only boolean default false)
+    subscribed_tenants_only boolean default false, tenants_only text[] default null)
 returns table (stream_id text, tenant text, event_type text, local_x0 bigint, local_x1 bigint, local_n bigint,
                origin_x0 bigint, origin_x1 bigint, origin_n bigint, reason text, skipped boolean)
 language plpgsql
@@ -373,6 +375,7 @@ begin
         from streamseal.stream_digests d
         where (select b.whole_history from bounds b) and d.origin = compare_stream_digests.origin
           and d.event_type = any (listed)
+          and (compare_stream_digests.tenants_only is null or d.tenant = any (compare_stream_digests.tenants_only))
           and (compare_stream_digests.covered_after is null or d.stream_id > compare_stream_digests.covered_after)
           and (compare_stream_digests.covered_through is null or d.stream_id <= compare_stream_digests.covered_through)
           and (d.x0, d.x1, d.n) <> (0, 0, 0)
@@ -385,6 +388,7 @@ begin
           and e.origin_seq >= compare_stream_digests.from_seq and e.origin_seq < compare_stream_digests.to_seq
           and streamseal._counts_in_digest(e.origin_seq, e.flags)
           and e.event_type = any (listed)
+          and (compare_stream_digests.tenants_only is null or e.tenant = any (compare_stream_digests.tenants_only))
           and (compare_stream_digests.covered_after is null or e.stream_id > compare_stream_digests.covered_after)
           and (compare_stream_digests.covered_through is null or e.stream_id <= compare_stream_digests.covered_through)
         group by e.stream_id, e.tenant, e.event_type

@@ -37,6 +37,7 @@
 {{ template "lanes.sql" . }}
 {{ template "loss_reports.sql" . }}
 {{ template "comparison.sql" . }}
+{{ template "tenant_folds.sql" . }}
 {{ template "ledger.sql" . }}
 {{ template "sent_requests.sql" . }}
 {{ template "privileges.sql" . }}

@@ -396,11 +396,13 @@ $$;
 -- bound null: open), and that compared — the comparison's divergent buckets, the JSON shape of
 -- the header, skipped ones included because they are still in flight — does not name. The audit
 -- calls it after each stream page (the page's range) and, with '[]' and no range, after a window
--- matched whole at type level (every stream of those types matches). This is the rule "which
+-- matched whole at type level (every stream of those types matches); tenants (null: every
+-- tenant) narrows it to a page asked for those tenants alone. This is the rule "which
 -- buckets count as healed", kept here once; ledger_heal does the deleting.
 create function streamseal.ledger_heal_matched(origin text, event_types text[], compared jsonb,
                                                after_stream text default null, through_stream text default null,
-                                               now_at timestamptz default pg_catalog.now())
+                                               now_at timestamptz default pg_catalog.now(),
+                                               tenants text[] default null)
 returns table (tenant text, event_type text, stream_id text, heal_age interval)
 language plpgsql
 volatile
@@ -431,6 +433,7 @@ begin
     from streamseal.repair_ledger l
     where l.origin = ledger_heal_matched.origin
       and l.event_type = any (ledger_heal_matched.event_types)
+      and (ledger_heal_matched.tenants is null or l.tenant = any (ledger_heal_matched.tenants))
       and (ledger_heal_matched.after_stream is null or l.stream_id > ledger_heal_matched.after_stream)
       and (ledger_heal_matched.through_stream is null or l.stream_id <= ledger_heal_matched.through_stream)
       and not exists (
