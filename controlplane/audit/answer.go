@@ -54,7 +54,7 @@ func (s *ManifestServer) answer(ctx context.Context, env wire.Envelope, _ []byte
 	dec := json.NewDecoder(bytes.NewReader(env.Body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&req); err != nil || req.From < 0 || req.To < req.From ||
-		(req.Level != wire.LevelTypes && req.Level != wire.LevelStreams) {
+		!knownLevel(req.Level) {
 		return fmt.Errorf("%w: manifest request from %s is malformed", wire.ErrPermanent, env.From)
 	}
 	received := time.Now()
@@ -75,6 +75,10 @@ func (s *ManifestServer) answer(ctx context.Context, env wire.Envelope, _ []byte
 	switch req.Level {
 	case wire.LevelTypes:
 		digests, watermark, err = s.typeLevel(ctx, env.From, req)
+	case wire.LevelFolds:
+		digests, watermark, err = s.foldLevel(ctx, env.From, req)
+	case wire.LevelTenants:
+		digests, watermark, resume, err = s.tenantLevel(ctx, env.From, req, limit)
 	default:
 		digests, watermark, resume, err = s.streamLevel(ctx, env.From, req, limit)
 	}
@@ -83,7 +87,7 @@ func (s *ManifestServer) answer(ctx context.Context, env wire.Envelope, _ []byte
 	}
 	var closes []wire.StreamClose
 	var changes store.HistoryChangesPage
-	if req.Level == wire.LevelTypes {
+	if carriesHistory(req.Level) {
 		if closes, err = s.closes(ctx, env.From); err != nil {
 			return err
 		}
@@ -107,7 +111,7 @@ func (s *ManifestServer) answer(ctx context.Context, env wire.Envelope, _ []byte
 		}
 		if i == 0 {
 			a.Closes = closes
-			if req.Level == wire.LevelTypes {
+			if carriesHistory(req.Level) {
 				a.Changes, a.ChangesThrough, a.ChangesMore = wireChanges(changes.Changes), changes.Through, changes.More
 			}
 		}
@@ -164,13 +168,62 @@ func (s *ManifestServer) typeLevel(ctx context.Context, requester string, req wi
 }
 
 func (s *ManifestServer) streamLevel(ctx context.Context, requester string, req wire.ManifestRequest, limit int) ([]wire.ManifestDigest, int64, string, error) {
-	page, err := store.AnswerStreamDigestsPage(ctx, s.Pool, requester, s.Service, req.Types, req.From, req.To, req.AfterStream, limit)
+	page, err := store.AnswerStreamDigestsPage(ctx, s.Pool, requester, s.Service, req.Types, req.From, req.To, req.AfterStream, limit, req.Tenants)
 	if err != nil {
 		return nil, 0, "", err
 	}
 	var out []wire.ManifestDigest
 	for _, d := range page.Digests {
 		out = append(out, wire.ManifestDigest{Stream: d.StreamID, Tenant: d.Tenant, Type: d.EventType, X0: d.X0, X1: d.X1, N: d.N})
+	}
+	return out, page.Watermark, page.ResumeAfter, nil
+}
+
+// knownLevel says whether a manifest request's level is one this server answers.
+func knownLevel(level string) bool {
+	switch level {
+	case wire.LevelTypes, wire.LevelFolds, wire.LevelTenants, wire.LevelStreams:
+		return true
+	}
+	return false
+}
+
+// carriesHistory says whether answers at level carry the closes and history changes (the
+// top-level answers an audit starts with).
+func carriesHistory(level string) bool { return level == wire.LevelTypes || level == wire.LevelFolds }
+
+// foldScope is a request's scope as the store reads it.
+func foldScope(scope []wire.TypeScope) store.FoldScope {
+	out := make(store.FoldScope, 0, len(scope))
+	for _, t := range scope {
+		out = append(out, store.TypeScope{EventType: t.Type, All: t.All, Tenants: t.Tenants})
+	}
+	return out
+}
+
+// foldLevel answers one fold per event type of the request's scope, over the tenants of it
+// requester is granted (answer_type_folds): the healthy audit's O(types) answer.
+func (s *ManifestServer) foldLevel(ctx context.Context, requester string, req wire.ManifestRequest) ([]wire.ManifestDigest, int64, error) {
+	answer, err := store.AnswerTypeFolds(ctx, s.Pool, requester, s.Service, req.From, req.To, foldScope(req.Scope))
+	if err != nil {
+		return nil, 0, err
+	}
+	var out []wire.ManifestDigest
+	for _, d := range answer.Digests {
+		out = append(out, wire.ManifestDigest{Type: d.EventType, X0: d.X0, X1: d.X1, N: d.N})
+	}
+	return out, answer.Watermark, nil
+}
+
+// tenantLevel answers one tenant page of the request's scope (answer_tenant_digests_page).
+func (s *ManifestServer) tenantLevel(ctx context.Context, requester string, req wire.ManifestRequest, limit int) ([]wire.ManifestDigest, int64, string, error) {
+	page, err := store.AnswerTenantDigestsPage(ctx, s.Pool, requester, s.Service, req.From, req.To, foldScope(req.Scope), req.AfterTenant, limit)
+	if err != nil {
+		return nil, 0, "", err
+	}
+	var out []wire.ManifestDigest
+	for _, d := range page.Digests {
+		out = append(out, wire.ManifestDigest{Tenant: d.Tenant, Type: d.EventType, X0: d.X0, X1: d.X1, N: d.N})
 	}
 	return out, page.Watermark, page.ResumeAfter, nil
 }

@@ -5,8 +5,8 @@
 // drills down into mismatched types with stream-level pages (compare_stream_digests), hands every
 // divergent bucket to the durable repair ledger (ledger_observe: cooldown, backoff, budget), sends
 // capped deficit repairs batched per (tenant, type), alarms on identity mismatches and local extras
-// (never a request, never a deletion), and advances the seal only when the window matched whole in
-// one chunk.
+// (never a request, never a deletion), and advances the seal when the window matched whole,
+// however many chunks carried it.
 
 package audit
 
@@ -16,6 +16,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -94,6 +95,9 @@ type Auditor struct {
 	seam     *wire.Seam // the control endpoint's, where refused answers are counted
 	declined atomic.Int64
 	running  sync.Mutex // one audit (one comparison) at a time per auditor
+	// tenantAfter is, per origin, the tenant after which the next tenant-page walk resumes (in
+	// memory: a restart walks from the first tenant again).
+	tenantAfter map[string]string
 }
 
 // ErrAuditRunning is returned when an audit is asked for while this auditor runs one.
@@ -193,6 +197,11 @@ func (a *Auditor) auditOrigin(ctx context.Context, o store.KnownOrigin, full boo
 	if err != nil {
 		return f, err
 	}
+	// The scope both sides fold: what this service subscribes to from origin (tenant_folds.sql).
+	scope, err := store.SubscriptionScope(ctx, a.Pool, origin)
+	if err != nil {
+		return f, err
+	}
 	cursor, err := store.HistoryCursor(ctx, a.Pool, origin)
 	if err != nil {
 		return f, err
@@ -201,8 +210,8 @@ func (a *Auditor) auditOrigin(ctx context.Context, o store.KnownOrigin, full boo
 	// comparing; while more changes remain, ask again from the new cursor (capped per audit).
 	var answers []wire.ManifestAnswer
 	for asked := 1; ; asked++ {
-		answers, err = a.ask(ctx, origin, wire.ManifestRequest{Level: wire.LevelTypes, From: f.From, To: 1 << 62,
-			MaxDigests: a.Limits.MaxDigests, ChangesAfter: cursor})
+		answers, err = a.ask(ctx, origin, wire.ManifestRequest{Level: wire.LevelFolds, From: f.From, To: 1 << 62,
+			MaxDigests: a.Limits.MaxDigests, ChangesAfter: cursor, Scope: wireScope(scope)})
 		if err != nil {
 			return f, err
 		}
@@ -237,17 +246,17 @@ func (a *Auditor) auditOrigin(ctx context.Context, o store.KnownOrigin, full boo
 	for _, ans := range answers {
 		typeDigests = append(typeDigests, ans.Digests...)
 	}
-	mismatched, err := a.compareTypes(ctx, origin, f.From, f.To, typeDigests, consumed)
+	mismatched, err := a.compareFolds(ctx, origin, f.From, f.To, typeDigests, scope)
 	if err != nil {
 		return f, err
 	}
 	if len(mismatched) == 0 {
-		if len(answers) == 1 {
-			if f.SealedThrough, err = store.SealAdvance(ctx, a.Pool, origin, f.To); err != nil {
-				return f, err
-			}
-			f.Sealed = true
+		// Certified: ask returns only a whole answer (every chunk, one watermark and generation),
+		// and every part of it compared equal, so the window seals however many chunks carried it.
+		if f.SealedThrough, err = store.SealAdvance(ctx, a.Pool, origin, f.To); err != nil {
+			return f, err
 		}
+		f.Sealed = true
 		return f, a.heal(ctx, a.Pool, origin, consumed, nil, "", "")
 	}
 	cursors, err := store.AuditCursors(ctx, a.Pool, origin, mismatched)
@@ -255,7 +264,30 @@ func (a *Auditor) auditOrigin(ctx context.Context, o store.KnownOrigin, full boo
 		return f, err
 	}
 	drilled := drillOrder(mismatched, cursors, a.Limits.MaxDrillDownTypes)
-	d, err := a.drillDown(ctx, origin, f.From, f.To, generation, drilled, cursors, eventsOf(typeDigests, drilled))
+	// type -> tenant: the tenant pages of the drilled types name the tenants that differ; only
+	// those are walked by stream pages (tenant -> stream).
+	byType, _, err := a.drillTenants(ctx, origin, f.From, f.To, generation, scope.Only(drilled))
+	if errors.Is(err, errGenerationMoved) {
+		f.Skipped = "the origin's generation changed during the drill-down: this round skipped, the next applies its changes"
+		a.Logger.Warn("audit: origin generation changed during the drill-down; round skipped", "origin", origin, "generation", generation)
+		return f, nil
+	}
+	if err != nil {
+		return f, err
+	}
+	var streamTypes, tenants []string
+	for _, t := range drilled {
+		if len(byType[t]) > 0 {
+			streamTypes = append(streamTypes, t)
+			tenants = append(tenants, byType[t]...)
+		}
+	}
+	slices.Sort(tenants)
+	tenants = slices.Compact(tenants)
+	d := drill{walked: map[string]bool{}, left: map[string]string{}}
+	if len(streamTypes) > 0 {
+		d, err = a.drillDown(ctx, origin, f.From, f.To, generation, streamTypes, cursors, eventsOf(typeDigests, streamTypes), tenants)
+	}
 	if errors.Is(err, errGenerationMoved) {
 		f.Skipped = "the origin's generation changed during the drill-down: this round skipped, the next applies its changes"
 		a.Logger.Warn("audit: origin generation changed during the drill-down; round skipped", "origin", origin, "generation", generation)

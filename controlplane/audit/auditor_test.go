@@ -173,7 +173,7 @@ func TestAuditor(t *testing.T) {
 			}
 			levels = append(levels, fmt.Sprintf("%s[%d,…)", req.Level, req.From))
 		}
-		if fmt.Sprint(levels) != "[types[0,…) types[13,…)]" {
+		if fmt.Sprint(levels) != "[folds[0,…) folds[13,…)]" {
 			t.Fatalf("manifest requests %v; want one type-level request per audit, none at stream level", levels)
 		}
 	})
@@ -394,7 +394,7 @@ func TestAuditor(t *testing.T) {
 		appendStamped(t, b.origin, ownEvent("acme", "s", 1, eventTypes[0]))
 		ingest(t, b.pool, ownLane(t, b.origin))
 		findings, err := a.Run(ctx, audit.Scope{})
-		if err == nil || !strings.Contains(err.Error(), "no complete types manifest answer from orders within 200ms") {
+		if err == nil || !strings.Contains(err.Error(), "no complete folds manifest answer from orders within 200ms") {
 			t.Fatalf("audit of a silent origin returned %+v, %v; want the missing answer named", findings, err)
 		}
 		awaitSent(t, b, wire.KindManifestRequest, 1)

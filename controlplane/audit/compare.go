@@ -13,18 +13,79 @@ import (
 	"github.com/streamseal/streamseal/controlplane/wire"
 )
 
-// compareTypes returns the event types whose type-level digests differ (any reason).
-func (a *Auditor) compareTypes(ctx context.Context, origin string, from, to int64, digests []wire.ManifestDigest, consumed []string) ([]string, error) {
+// compareFolds returns the event types of scope whose folds over every tenant of it differ from
+// the origin's fold answer (compare_type_folds), any reason: the healthy audit's one comparison.
+func (a *Auditor) compareFolds(ctx context.Context, origin string, from, to int64, digests []wire.ManifestDigest, scope store.FoldScope) ([]string, error) {
 	started := time.Now()
-	c := store.TypeComparison{Origin: origin, From: from, To: to, Consumed: consumed, Settle: a.Config.SettleWindow}
+	folds := make([]store.TypeDigest, 0, len(digests))
 	for _, d := range digests {
-		c.Digests = append(c.Digests, store.TypeDigest{Tenant: d.Tenant, EventType: d.Type, X0: d.X0, X1: d.X1, N: d.N})
+		folds = append(folds, store.TypeDigest{EventType: d.Type, X0: d.X0, X1: d.X1, N: d.N})
 	}
-	mismatched, err := store.TypeDigestsCompare(ctx, a.Pool, c)
+	mismatched, err := store.TypeFoldsCompare(ctx, a.Pool, origin, from, to, folds, scope)
 	if err == nil {
-		a.Metrics.ManifestCompared(wire.LevelTypes, time.Since(started))
+		a.Metrics.ManifestCompared(wire.LevelFolds, time.Since(started))
 	}
 	return mismatched, err
+}
+
+// drillTenants walks tenant pages of the scope (the mismatched types) and returns, per type, the
+// tenants whose (tenant, type) folds differ, in tenant order, and whether the walk covered every
+// tenant. It starts after the tenant where the last walk of this origin stopped and goes around
+// from the first tenant (within the page budget), so a tenant sorting late is reached in turn.
+func (a *Auditor) drillTenants(ctx context.Context, origin string, from, to, generation int64, scope store.FoldScope) (map[string][]string, bool, error) {
+	a.mu.Lock()
+	start := a.tenantAfter[origin]
+	a.mu.Unlock()
+	found := map[string][]string{}
+	after, aroundFromStart, done := start, start == "", false
+	for pages := 0; !done && pages < a.Limits.MaxPages; pages++ {
+		answers, err := a.ask(ctx, origin, wire.ManifestRequest{Level: wire.LevelTenants, From: from, To: to,
+			Scope: wireScope(scope), AfterTenant: after, MaxDigests: a.Limits.MaxDigests})
+		if err != nil {
+			return nil, false, err
+		}
+		var digests []store.TypeDigest
+		for _, ans := range answers {
+			if ans.Generation != generation {
+				return nil, false, errGenerationMoved
+			}
+			for _, d := range ans.Digests {
+				digests = append(digests, store.TypeDigest{Tenant: d.Tenant, EventType: d.Type, X0: d.X0, X1: d.X1, N: d.N})
+			}
+		}
+		resume := answers[len(answers)-1].ResumeAfter
+		diffs, err := store.TenantDigestsCompare(ctx, a.Pool, origin, from, to, digests, scope, after, resume)
+		if err != nil {
+			return nil, false, err
+		}
+		for _, d := range diffs {
+			found[d.EventType] = append(found[d.EventType], d.Tenant)
+		}
+		switch {
+		case resume == "" && aroundFromStart, aroundFromStart && start != "" && resume >= start:
+			done, after = true, ""
+		case resume == "":
+			aroundFromStart, after = true, ""
+		default:
+			after = resume
+		}
+	}
+	a.mu.Lock()
+	if a.tenantAfter == nil {
+		a.tenantAfter = map[string]string{}
+	}
+	a.tenantAfter[origin] = after
+	a.mu.Unlock()
+	return found, done, nil
+}
+
+// wireScope is a fold scope as a request names it.
+func wireScope(scope store.FoldScope) []wire.TypeScope {
+	out := make([]wire.TypeScope, 0, len(scope))
+	for _, t := range scope {
+		out = append(out, wire.TypeScope{Type: t.EventType, All: t.All, Tenants: t.Tenants})
+	}
+	return out
 }
 
 // drill is what one audit's drill-down found and where it stopped.
@@ -71,7 +132,8 @@ func drillOrder(mismatched []string, cursors map[string]store.AuditCursor, limit
 // divergence (a removed event as a local extra).
 var errGenerationMoved = errors.New("the origin's generation changed during the drill-down")
 
-func (a *Auditor) drillDown(ctx context.Context, origin string, from, to, generation int64, types []string, cursors map[string]store.AuditCursor, total int64) (drill, error) {
+// tenants (nil: every tenant) narrows the pages to the tenants whose tenant folds differed.
+func (a *Auditor) drillDown(ctx context.Context, origin string, from, to, generation int64, types []string, cursors map[string]store.AuditCursor, total int64, tenants []string) (drill, error) {
 	d := drill{walked: map[string]bool{}, left: map[string]string{}}
 	groups := map[string][]string{}
 	var starts []string
@@ -92,7 +154,7 @@ func (a *Auditor) drillDown(ctx context.Context, origin string, from, to, genera
 		after, aroundFromStart, done, walked := start, start == "", false, false
 		for !done && pages < a.Limits.MaxPages {
 			answers, err := a.ask(ctx, origin, wire.ManifestRequest{Level: wire.LevelStreams, From: from, To: to,
-				Types: group, AfterStream: after, MaxDigests: a.Limits.MaxDigests})
+				Types: group, AfterStream: after, MaxDigests: a.Limits.MaxDigests, Tenants: tenants})
 			if err != nil {
 				return drill{}, err
 			}
@@ -111,7 +173,7 @@ func (a *Auditor) drillDown(ctx context.Context, origin string, from, to, genera
 				a.OnProgress(Progress{Origin: origin, Done: covered, Total: total, Pages: pages})
 			}
 			resume := answers[len(answers)-1].ResumeAfter
-			buckets, decisions, err := a.compareStreams(ctx, origin, from, to, group, digests, after, resume)
+			buckets, decisions, err := a.compareStreams(ctx, origin, from, to, group, digests, after, resume, tenants)
 			if err != nil {
 				return drill{}, err
 			}
@@ -148,9 +210,9 @@ func (a *Auditor) drillDown(ctx context.Context, origin string, from, to, genera
 
 // compareStreams compares one stream-level page, feeds its divergent buckets to the ledger and
 // heals the ledgered buckets of the page's range that now match, in one transaction.
-func (a *Auditor) compareStreams(ctx context.Context, origin string, from, to int64, types []string, digests []wire.ManifestDigest, after, through string) ([]Bucket, []store.LedgerDecision, error) {
+func (a *Auditor) compareStreams(ctx context.Context, origin string, from, to int64, types []string, digests []wire.ManifestDigest, after, through string, tenants []string) ([]Bucket, []store.LedgerDecision, error) {
 	started := time.Now()
-	c := store.StreamComparison{Origin: origin, From: from, To: to, Types: types, Settle: a.Config.SettleWindow, After: after, Through: through}
+	c := store.StreamComparison{Origin: origin, From: from, To: to, Types: types, Settle: a.Config.SettleWindow, After: after, Through: through, Tenants: tenants}
 	for _, d := range digests {
 		c.Digests = append(c.Digests, store.StreamDigest{StreamID: d.Stream, Tenant: d.Tenant, EventType: d.Type, X0: d.X0, X1: d.X1, N: d.N})
 	}
@@ -171,7 +233,7 @@ func (a *Auditor) compareStreams(ctx context.Context, origin string, from, to in
 	}
 	// Ledgered buckets of this page's types and stream range that the comparison no longer
 	// returned have healed (a skipped one is still in flight: not healed).
-	if err := a.heal(ctx, tx, origin, types, diffs, after, through); err != nil {
+	if err := a.heal(ctx, tx, origin, types, diffs, after, through, tenants...); err != nil {
 		return nil, nil, err
 	}
 	if err := tx.Commit(ctx); err != nil {

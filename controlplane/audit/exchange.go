@@ -9,7 +9,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
-	"sort"
 	"time"
 
 	"github.com/google/uuid"
@@ -101,9 +100,8 @@ func (a *Auditor) ask(ctx context.Context, origin string, req wire.ManifestReque
 		select {
 		case ans := <-ch:
 			out = append(out, ans)
-			if len(out) == ans.Chunks {
-				sort.Slice(out, func(i, j int) bool { return out[i].Chunk < out[j].Chunk })
-				return out, nil
+			if whole, ok := wholeAnswer(out); ok {
+				return whole, nil
 			}
 		case <-timeout.C:
 			return nil, fmt.Errorf("no complete %s manifest answer from %s within %s", req.Level, origin, a.Limits.AnswerTimeout)

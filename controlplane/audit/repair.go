@@ -111,8 +111,8 @@ func (a *Auditor) unrequest(ctx context.Context, origin string, cut [][2]string,
 // diffs no longer names (SQL's rule: ledger_heal_matched), and logs and observes each heal's age
 // (first sighting to proven heal). With no diffs and no range: a window matched whole at type
 // level, so every ledgered bucket of those types heals.
-func (a *Auditor) heal(ctx context.Context, db store.Querier, origin string, types []string, diffs []store.BucketDiff, after, through string) error {
-	heals, err := store.LedgerHealMatched(ctx, db, origin, types, diffs, after, through, a.now())
+func (a *Auditor) heal(ctx context.Context, db store.Querier, origin string, types []string, diffs []store.BucketDiff, after, through string, tenants ...string) error {
+	heals, err := store.LedgerHealMatched(ctx, db, origin, types, diffs, after, through, a.now(), tenants...)
 	if err != nil {
 		return err
 	}

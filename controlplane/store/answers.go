@@ -92,12 +92,13 @@ func StreamDigestsPage(ctx context.Context, db Querier, lane string, eventTypes 
 
 // AnswerStreamDigestsPage is StreamDigestsPage as answered to requester: the same page and
 // cursor holding only the (tenant, type) buckets it is granted
-// (streamseal.answer_stream_digests_page, invariant 11).
-func AnswerStreamDigestsPage(ctx context.Context, db Querier, requester, lane string, eventTypes []string, from, to int64, afterStream string, max int) (StreamPage, error) {
+// (streamseal.answer_stream_digests_page, invariant 11). tenants (nil: every tenant) narrows the
+// page to those tenants' buckets (a tenant fold's drill-down).
+func AnswerStreamDigestsPage(ctx context.Context, db Querier, requester, lane string, eventTypes []string, from, to int64, afterStream string, max int, tenants []string) (StreamPage, error) {
 	rows, err := db.Query(ctx, `
 		select stream_id, tenant, event_type, x0, x1, n, watermark, resume_after
-		from streamseal.answer_stream_digests_page($1, $2, $3, $4, $5, $6, $7)`,
-		requester, lane, eventTypes, from, to, textOrNull(afterStream), max)
+		from streamseal.answer_stream_digests_page($1, $2, $3, $4, $5, $6, $7, tenants => $8)`,
+		requester, lane, eventTypes, from, to, textOrNull(afterStream), max, tenantsOrNull(tenants))
 	return streamPage(rows, err)
 }
 

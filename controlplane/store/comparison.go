@@ -53,6 +53,8 @@ type StreamComparison struct {
 	Types          []string
 	Settle         time.Duration
 	After, Through string // the page's stream range (After, Through]; "" is open
+	// Tenants (nil: every tenant) narrows the local side to the tenants the page was asked for.
+	Tenants []string
 }
 
 // BucketDiff is one differing bucket of a stream comparison. Its JSON form is the one the ledger
@@ -88,10 +90,11 @@ func StreamDigestsCompare(ctx context.Context, db Querier, c StreamComparison) (
 	}
 	rows, err := db.Query(ctx, `
 		select stream_id, tenant, event_type, local_x0, local_x1, local_n, origin_x0, origin_x1, origin_n, reason, skipped
-		from streamseal.compare_stream_digests($1, $2, $3, $4, $5, $6, $7, $8, $9, make_interval(secs => $10), $11, $12, subscribed_tenants_only => true)
+		from streamseal.compare_stream_digests($1, $2, $3, $4, $5, $6, $7, $8, $9, make_interval(secs => $10), $11, $12, subscribed_tenants_only => true,
+		                                           tenants_only => $14)
 		where event_type = any($13)`,
 		c.Origin, c.From, c.To, streams, tenants, eventTypes, x0s, x1s, ns, c.Settle.Seconds(),
-		textOrNull(c.After), textOrNull(c.Through), c.Types)
+		textOrNull(c.After), textOrNull(c.Through), c.Types, tenantsOrNull(c.Tenants))
 	if err != nil {
 		return nil, classify("compare stream digests", err)
 	}

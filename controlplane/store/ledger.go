@@ -60,7 +60,8 @@ type Heal struct {
 // LedgerHealMatched heals the ledgered buckets of origin's eventTypes in the stream range
 // (after, through] ("" is open) that diffs no longer names (streamseal.ledger_heal_matched: the
 // heal rule is SQL's). With no diffs and no range it heals every ledgered bucket of the types.
-func LedgerHealMatched(ctx context.Context, db Querier, origin string, eventTypes []string, diffs []BucketDiff, after, through string, now time.Time) ([]Heal, error) {
+// tenants (none: every tenant) narrows it to the tenants a page was asked for.
+func LedgerHealMatched(ctx context.Context, db Querier, origin string, eventTypes []string, diffs []BucketDiff, after, through string, now time.Time, tenants ...string) ([]Heal, error) {
 	if diffs == nil {
 		diffs = []BucketDiff{}
 	}
@@ -70,8 +71,8 @@ func LedgerHealMatched(ctx context.Context, db Querier, origin string, eventType
 	}
 	rows, err := db.Query(ctx, `
 		select tenant, event_type, stream_id, extract(epoch from heal_age)::float8
-		from streamseal.ledger_heal_matched($1, $2, $3::jsonb, $4, $5, $6)`,
-		origin, eventTypes, body, textOrNull(after), textOrNull(through), now)
+		from streamseal.ledger_heal_matched($1, $2, $3::jsonb, $4, $5, $6, $7)`,
+		origin, eventTypes, body, textOrNull(after), textOrNull(through), now, tenantsOrNull(tenants))
 	if err != nil {
 		return nil, classify("ledger heal", err)
 	}
@@ -171,4 +172,12 @@ func LedgerCountsByReason(ctx context.Context, db Querier, origin string) ([]Led
 		return nil, classify("read ledger of "+origin, err)
 	}
 	return out, nil
+}
+
+// tenantsOrNull is nil (SQL null: every tenant) for no tenants.
+func tenantsOrNull(tenants []string) []string {
+	if len(tenants) == 0 {
+		return nil
+	}
+	return tenants
 }

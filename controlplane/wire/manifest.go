@@ -20,7 +20,22 @@ func init() {
 const (
 	LevelTypes   = "types"   // one digest per (tenant, type): O(types) on the wire
 	LevelStreams = "streams" // one per (stream, tenant, type) of the named types, paged by stream
+	// LevelFolds is the healthy audit's level: one digest per event type of the request's Scope,
+	// folded over every tenant of it the requester is granted: O(types) whatever the tenant count.
+	LevelFolds = "folds"
+	// LevelTenants drills a mismatched type: one digest per (tenant, type) of the Scope (the
+	// mismatched types), whole tenants after AfterTenant, paged like the stream level.
+	LevelTenants = "tenants"
 )
+
+// TypeScope is one event type of a fold request's scope: every tenant of it (All) or exactly
+// Tenants. Both sides fold the same named set: the consumer's subscriptions, intersected on the
+// origin with what the requester is granted.
+type TypeScope struct {
+	Type    string   `json:"type"`
+	All     bool     `json:"all,omitempty"`
+	Tenants []string `json:"tenants,omitempty"`
+}
 
 // ManifestRequest asks for the digests of [From, To) at Level. A stream-level request names its
 // types and resumes after AfterStream.
@@ -35,6 +50,12 @@ type ManifestRequest struct {
 	// ChangesAfter is the requester's cursor in the origin's history changes (type level): the
 	// answer carries the changes above it.
 	ChangesAfter int64 `json:"changes_after,omitempty"`
+	// Scope names the (tenant, type) pairs a folds- or tenants-level request folds.
+	Scope []TypeScope `json:"scope,omitempty"`
+	// AfterTenant resumes a tenants-level request after that tenant.
+	AfterTenant string `json:"after_tenant,omitempty"`
+	// Tenants narrows a stream-level request to those tenants (empty: every tenant).
+	Tenants []string `json:"tenants,omitempty"`
 }
 
 // ManifestDigest is one bucket's fold; Stream is empty at type level. On the wire it is a compact
@@ -75,7 +96,7 @@ func (d *ManifestDigest) UnmarshalJSON(data []byte) error {
 
 // ManifestAnswer is one chunk of an origin's answer. Every chunk carries the watermark (the
 // exclusive end actually covered) and the generation; a non-empty ResumeAfter means the
-// stream-level window is incomplete (ask again after it).
+// stream-level (or tenant-level: a tenant) window is incomplete (ask again after it).
 type ManifestAnswer struct {
 	RequestID   string           `json:"request_id"`
 	Origin      string           `json:"origin"`
