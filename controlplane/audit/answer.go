@@ -1,6 +1,7 @@
 // answer.go: the origin side. A ManifestServer answers a consumer's manifest request with the
-// digests of a window (type level from sealed epochs plus the live fringe, or stream level paged by
-// stream id), chunked, every chunk carrying the watermark and the origin generation, directed to
+// digests of a window (one fold per type over the request's tenant scope, per (tenant, type) by
+// tenant pages, or type level, all from sealed epochs plus the live fringe; or stream level paged
+// by stream id), chunked, every chunk carrying the watermark and the origin generation, directed to
 // the requester. A type-level answer's first chunk also carries the origin's closes and its
 // announced history changes above the requester's cursor (history_changes_page). Only the
 // (tenant, type) pairs the requester is granted are answered, and only the close-the-books floors

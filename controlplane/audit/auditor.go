@@ -1,8 +1,10 @@
 // auditor.go: the consumer side. For each origin it knows (the known_origins table, so the first
-// audit after a restart exchanges at once) an Auditor asks a directed type-level manifest for the
-// window above its seal, applies the origin's announced closes and history changes to its copies,
-// calls the seal generation guard with the answer's generation, compares (SQL: compare_type_digests),
-// drills down into mismatched types with stream-level pages (compare_stream_digests), hands every
+// audit after a restart exchanges at once) an Auditor asks a directed manifest of one fold per
+// event type over the tenants of its subscription scope for the window above its seal, applies
+// the origin's announced closes and history changes to its copies, calls the seal generation
+// guard with the answer's generation, compares (SQL: compare_type_folds), drills mismatched types
+// by tenant pages (compare_tenant_digests) and then the mismatched tenants by stream-level pages
+// (compare_stream_digests), hands every
 // divergent bucket to the durable repair ledger (ledger_observe: cooldown, backoff, budget), sends
 // capped deficit repairs batched per (tenant, type), alarms on identity mismatches and local extras
 // (never a request, never a deletion), and advances the seal when the window matched whole,
