@@ -41,6 +41,9 @@ var benchmarks = []struct {
 	{"audit", "wire bytes and time of a healthy audit as the lane grows, of a damaged one, and the naive diff", func(ctx context.Context, server *scratchdb.Server, quick bool, out io.Writer) error {
 		return bench.Audit(ctx, benchDatabases(server), pick(quick, bench.QuickAudit, bench.FullAudit), out)
 	}},
+	{"tenants", "healthy audit wire bytes as the tenant count grows, the seal at every size, one lost event in the last tenant", func(ctx context.Context, server *scratchdb.Server, quick bool, out io.Writer) error {
+		return bench.Tenants(ctx, benchDatabases(server), pick(quick, bench.QuickTenants, bench.FullTenants), out)
+	}},
 }
 
 func benchmarkNames() []string {

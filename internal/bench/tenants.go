@@ -1,0 +1,180 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/streamseal/streamseal/controlplane/audit"
+	"github.com/streamseal/streamseal/controlplane/config"
+	"github.com/streamseal/streamseal/controlplane/wire"
+	"github.com/streamseal/streamseal/internal/harness"
+)
+
+// TenantsOptions sizes the tenants benchmark: one lane whose tenant count grows through Tenants
+// (each tenant one event of each of Types types), a healthy audit at each size.
+type TenantsOptions struct {
+	Tenants []int
+	Types   int
+}
+
+// QuickTenants and FullTenants are the --quick and default sizes: 100 and 10 000 (tenant, type)
+// pairs quick; 100, 10 000 and 100 000 tenants x 5 types in full.
+var (
+	QuickTenants = TenantsOptions{Tenants: []int{20, 2_000}, Types: 5}
+	FullTenants  = TenantsOptions{Tenants: []int{100, 10_000, 100_000}, Types: 5}
+)
+
+// Tenants measures invariant 8 across tenants (issue 21): the wire bytes (requests and answers)
+// of a healthy whole-history audit and of the windowed audit above the seal at each tenant count,
+// whether the seal advanced at each, and the bytes of an audit finding one lost event in the
+// tenant that sorts last. RESULT: audit_bytes_flatness (healthy bytes at the largest size / at
+// the smallest, target <= 1.5), seal_advanced (1 when every size sealed), damaged_bytes.
+func Tenants(ctx context.Context, newDB harness.NewDatabase, opts TenantsOptions, out io.Writer) error {
+	h, err := harness.New(ctx, newDB, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		return err
+	}
+	defer h.Close()
+	settings := config.Defaults()
+	settings.CheckpointInterval = time.Hour
+	settings.MaintenanceInterval = time.Hour
+	settings.SettleWindow = time.Millisecond
+	var wireBytes atomic.Int64
+	tap := func(s *harness.Service) {
+		s.Control.Tap = func(_ string, data []byte) {
+			if env, _, err := wire.Decode(data, 0); err == nil && (env.Kind == wire.KindManifestAnswer || env.Kind == wire.KindManifestRequest) {
+				wireBytes.Add(int64(len(data)))
+			}
+		}
+	}
+	types := make([]string, opts.Types)
+	for i := range types {
+		types[i] = fmt.Sprintf("bench.t%02d", i)
+	}
+	orders, err := h.Start(ctx, "orders", harness.Options{Settings: settings, NoRelay: true, Grants: map[string][]string{"billing": types}}, tap)
+	if err != nil {
+		return err
+	}
+	billing, err := h.Start(ctx, "billing", harness.Options{Settings: settings, Consumes: types}, tap)
+	if err != nil {
+		return err
+	}
+	// No periodic audit may land among the measured ones (see auditGrowth).
+	if err := billing.River.Stop(ctx); err != nil {
+		return err
+	}
+	if _, err := billing.Pool.Exec(ctx, "select streamseal.observe_origin('orders', $1, 3600, 0, 0)", wire.ControlSubjectFrom("orders", "billing")); err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "tenants benchmark: one lane, %d event types, one event per (tenant, type); healthy audits at %v tenants\n", opts.Types, opts.Tenants)
+	runAudit := func(full bool) (audit.Finding, int64, time.Duration, error) {
+		wireBytes.Store(0)
+		start := time.Now()
+		findings, err := billing.Auditor.Run(ctx, audit.Scope{Full: full})
+		if err != nil {
+			return audit.Finding{}, 0, 0, err
+		}
+		if len(findings) != 1 {
+			return audit.Finding{}, 0, 0, fmt.Errorf("audited %d origins, want 1", len(findings))
+		}
+		return findings[0], wireBytes.Load(), time.Since(start), nil
+	}
+	var healthy []int64
+	sealed := 1
+	loaded := 0
+	for _, tenants := range opts.Tenants {
+		if err := loadTenants(ctx, orders.Pool, billing.Pool, loaded*opts.Types, tenants*opts.Types, opts.Types); err != nil {
+			return err
+		}
+		loaded = tenants
+		whole, wholeBytes, wholeTook, err := runAudit(true)
+		if err != nil {
+			return err
+		}
+		steady, steadyBytes, steadyTook, err := runAudit(false)
+		if err != nil {
+			return err
+		}
+		if !whole.Sealed || len(whole.Divergent) != 0 {
+			sealed = 0
+		}
+		fmt.Fprintf(out, "%d tenants (%d pairs): healthy whole-history audit %d bytes, %s, sealed=%v; windowed %d bytes, %s, sealed=%v\n",
+			tenants, tenants*opts.Types, wholeBytes, wholeTook.Round(time.Millisecond), whole.Sealed, steadyBytes,
+			steadyTook.Round(time.Millisecond), steady.Sealed)
+		healthy = append(healthy, wholeBytes)
+	}
+	last := fmt.Sprintf("t%07d", loaded-1)
+	if _, err := billing.Pool.Exec(ctx, "delete from streamseal.events where origin = 'orders' and tenant = $1 and event_type = $2", last, types[len(types)-1]); err != nil {
+		return err
+	}
+	damaged, damagedBytes, damagedTook, err := runAudit(true)
+	if err != nil {
+		return err
+	}
+	found := 0
+	for _, b := range damaged.Divergent {
+		if b.Tenant == last {
+			found++
+		}
+	}
+	fmt.Fprintf(out, "one event lost in tenant %s (sorts last of %d): audit %d bytes, %s, divergent buckets found %d\n",
+		last, loaded, damagedBytes, damagedTook.Round(time.Millisecond), found)
+	flatness := float64(healthy[len(healthy)-1]) / float64(healthy[0])
+	fmt.Fprintf(out, "RESULT tenants audit_bytes_flatness=%.3f seal_advanced=%d healthy_bytes_small=%d healthy_bytes_large=%d damaged_bytes=%d damaged_found=%d\n",
+		flatness, sealed, healthy[0], healthy[len(healthy)-1], damagedBytes, found)
+	return nil
+}
+
+// loadTenants loads pairs (from, to] into the origin and identical copies into the consumer as
+// settled, relayed history (pair p: tenant p / types, type p % types, one event), the write-path
+// triggers off as loadBoth does, then rebuilds digests and closes epochs on both sides.
+func loadTenants(ctx context.Context, origin, consumer *pgxpool.Pool, from, to, types int) error {
+	bounds := strings.NewReplacer("$1", strconv.Itoa(from), "$2", strconv.Itoa(to), "$T", strconv.Itoa(types))
+	insert := `insert into streamseal.events (event_id, origin, origin_seq, type_seq, tenant, stream_id, stream_version, event_type, payload, stored_at)
+		 select ('00000000-0000-4000-8000-' || lpad(to_hex(g), 12, '0'))::uuid, 'orders', g, 1,
+		        't' || lpad(((g - 1) / $T)::text, 7, '0'),
+		        't' || lpad(((g - 1) / $T)::text, 7, '0') || '-' || ((g - 1) % $T), 1,
+		        'bench.t' || lpad(((g - 1) % $T)::text, 2, '0'), '\x7b7d'::bytea, now() - interval '2 hours'
+		 from generate_series($1 + 1, $2) g`
+	originSteps := []string{
+		"alter table streamseal.events disable trigger user", insert, "alter table streamseal.events enable trigger user",
+		"update streamseal.stamp_state set last_origin_seq = $2",
+		"update streamseal.relay_state set published_through = $2",
+		"update streamseal.checkpoint_state set published_through = $2 + 1",
+	}
+	consumerSteps := []string{"alter table streamseal.events disable trigger user", insert, "alter table streamseal.events enable trigger user"}
+	for pool, steps := range map[*pgxpool.Pool][]string{origin: originSteps, consumer: consumerSteps} {
+		for _, step := range steps {
+			if _, err := pool.Exec(ctx, bounds.Replace(step)); err != nil {
+				return fmt.Errorf("load pairs %d..%d: %w", from, to, err)
+			}
+		}
+		if _, err := pool.Exec(ctx, "select count(*) from streamseal.verify_stream_digests(true)"); err != nil {
+			return err
+		}
+		if _, err := pool.Exec(ctx, "vacuum analyze streamseal.events"); err != nil {
+			return err
+		}
+		for {
+			var closed int
+			if err := pool.QueryRow(ctx, "select count(*) from streamseal.close_epochs(1000, 100000, interval '1 hour', interval '1 hour')").Scan(&closed); err != nil {
+				return err
+			}
+			if closed == 0 {
+				break
+			}
+		}
+		if _, err := pool.Exec(ctx, "vacuum analyze streamseal.sealed_prefix, streamseal.digest_epochs, streamseal.stream_digests"); err != nil {
+			return err
+		}
+	}
+	return nil
+}
