@@ -161,16 +161,16 @@ func TestMetrics_AuditInstrumentsMoveWithTheWork(t *testing.T) {
 			metricValue(t, orders, "streamseal_manifest_answer_duration_seconds", map[string]string{"level": "streams"}) == 2
 	})
 	requireMetrics(t, "after the capped audit", []wantMetric{
-		{billing, "streamseal_manifests_requested_total", origin, 3},
+		{billing, "streamseal_manifests_requested_total", origin, 4}, // the folds, one tenant page, two stream pages
 		{billing, "streamseal_drill_downs_requested_total", origin, 1},
 		{billing, "streamseal_manifest_pages_followed_total", origin, 2},
 		{billing, "streamseal_manifest_pages_capped_total", origin, 1},
 		{billing, "streamseal_divergences_detected_total", deficit, 1},
 		{billing, "streamseal_repairs_requested_total", fromAudit, 1},
-		{billing, "streamseal_manifest_compare_duration_seconds", map[string]string{"level": "types"}, 1},
+		{billing, "streamseal_manifest_compare_duration_seconds", map[string]string{"level": "folds"}, 1},
 		{billing, "streamseal_manifest_compare_duration_seconds", map[string]string{"level": "streams"}, 2},
 		{billing, "streamseal_bucket_heal_seconds", nil, 0},
-		{orders, "streamseal_manifest_answer_duration_seconds", map[string]string{"level": "types", "windowed": "false"}, 1},
+		{orders, "streamseal_manifest_answer_duration_seconds", map[string]string{"level": "folds", "windowed": "false"}, 1},
 		{orders, "streamseal_manifest_answer_duration_seconds", map[string]string{"level": "streams"}, 2},
 		{orders, "streamseal_redelivery_build_duration_seconds", nil, 1},
 	})
