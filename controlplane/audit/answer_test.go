@@ -213,6 +213,7 @@ func TestManifestServer(t *testing.T) {
 		start(t, s, b)
 		send(t, b.billing, "billing", wire.ManifestRequest{Level: wire.LevelTypes, From: 9, To: 3})
 		send(t, b.billing, "billing", wire.ManifestRequest{Level: "everything", From: 0, To: 9})
+		send(t, b.billing, "billing", wire.ManifestRequest{Level: wire.LevelFolds, From: 0, To: 9, Scope: []wire.TypeScope{{Type: "", All: true}}})
 		bad, err := wire.NewEnvelope(wire.KindManifestRequest, "billing", "orders", map[string]any{"level": "types", "from": 0, "to": 9, "more": true})
 		if err != nil {
 			t.Fatal(err)
@@ -220,7 +221,7 @@ func TestManifestServer(t *testing.T) {
 		if err := wire.Publish(ctx, b.billing, bad, nil); err != nil {
 			t.Fatal(err)
 		}
-		testrun.WaitFor(t, "the three requests handled", func() bool { return b.control.Finished() == 3 })
+		testrun.WaitFor(t, "the four requests handled", func() bool { return b.control.Finished() == 4 })
 		if answered, chunks := s.Counts(); answered != 0 || chunks != 0 {
 			t.Fatalf("answered %d requests in %d chunks, want none", answered, chunks)
 		}
