@@ -146,7 +146,8 @@ $$;
 -- lane over [from_seq, watermark), whole tenants after after_tenant (null: from the first) in
 -- tenant order while the page holds at most max_digests rows (the first tenant always). Every
 -- row carries the watermark and resume_after: the page's last tenant when more remain, null when
--- the window is complete. An empty page is one row with a null tenant.
+-- the window is complete; never '' (see the page's rule). An empty page is one row with a null
+-- tenant.
 create function streamseal.answer_tenant_digests_page(requester text, lane text, from_seq bigint, to_seq bigint,
                                                       scope_types text[], scope_tenants text[],
                                                       after_tenant text, max_digests integer,
@@ -185,7 +186,12 @@ begin
                pg_catalog.count(*) over (order by p.tenant range between unbounded preceding and current row) as rows_through
         from pairs p
     ), page as (
-        select r.* from ranked r where r.tenant_rank = 1 or r.rows_through <= answer_tenant_digests_page.max_digests
+        -- The single-tenant service's tenant '' never ends a page that has more after it: a
+        -- cursor of '' reads as "from the first" on the wire, so such a page takes the next
+        -- tenant too (it may hold one tenant's rows more than max_digests; the server chunks it).
+        select r.* from ranked r
+        where r.tenant_rank = 1 or r.rows_through <= answer_tenant_digests_page.max_digests
+           or (r.tenant_rank = 2 and exists (select from ranked f where f.tenant_rank = 1 and f.tenant = ''))
     ), cursor as (
         select case when exists (select from ranked r where r.tenant_rank > (select pg_catalog.max(p.tenant_rank) from page p))
                     then (select pg_catalog.max(p.tenant) from page p) end as resume_after

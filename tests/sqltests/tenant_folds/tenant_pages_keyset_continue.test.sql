@@ -2,7 +2,7 @@
 -- order, each page carrying the cursor to resume after; following the cursors visits every
 -- granted (tenant, type) of the scope exactly once, and the last page's cursor is null.
 begin;
-select plan(5);
+select plan(6);
 select streamseal.set_service_name('pages-origin');
 
 -- 40 events: tenants t00..t09 (i % 10), types a.happened (i odd) and b.happened (i even), so
@@ -47,6 +47,18 @@ select throws_ok(
                                                            array['a.happened'], array[null]::text[], null, 0) $$,
     '22023', 'answer_tenant_digests_page: max_digests 0 is invalid: expected a positive page size',
     'a page size below one is refused');
+
+-- The single-tenant service's tenant '' (two types) at a page size of 1: the first page takes
+-- the next tenant too, so its cursor is never '' (which the wire reads as "from the first").
+select streamseal.append(array[
+    streamseal_test.own('u1', 1, event_type => 'a.happened', tenant => '', event_id => streamseal_test.uid(6101)),
+    streamseal_test.own('u2', 1, event_type => 'b.happened', tenant => '', event_id => streamseal_test.uid(6102))]);
+select streamseal.stamp();
+select results_eq(
+    $$ select tenant, event_type, resume_after from streamseal.answer_tenant_digests_page('pages-consumer', 'pages-origin', 0, 100,
+                                                      array['a.happened', 'b.happened'], array[null, null]::text[], null, 1) $$,
+    $$ values (''::text, 'a.happened'::text, 't00'::text), ('', 'b.happened', 't00'), ('t00', 'b.happened', 't00') $$,
+    'a page starting at tenant '''' takes the next tenant too, so the cursor is never ''''');
 
 select * from finish();
 rollback;
