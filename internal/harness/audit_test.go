@@ -16,6 +16,7 @@ import (
 	"github.com/streamseal/streamseal/controlplane/store"
 	"github.com/streamseal/streamseal/controlplane/wire"
 	"github.com/streamseal/streamseal/internal/harness"
+	"github.com/streamseal/streamseal/internal/testrun"
 )
 
 func auditSettings() config.Config {
@@ -357,6 +358,38 @@ func TestAudit_RunsBesideARunningControlPlane(t *testing.T) {
 	if len(findings) != 1 || len(findings[0].Divergent) != 0 || !findings[0].Sealed || findings[0].SealedThrough != 21 {
 		t.Fatalf("findings = %+v; want orders certified through 21", findings)
 	}
+	// Invariant 12 (answers only for requests sent) seen from the running service: the operator's
+	// answers came on a reply address of its own, so billing's control plane never saw them. The
+	// witness that it would have: its directed durable has nothing pending or unacked, so every
+	// message on its inbox was handled; none of them was a declined chunk.
+	awaitInboxDrained(t, h, "billing")
+	if declined, dropped := billing.Auditor.Declined(), billing.Seam.Dropped(); declined != 0 || len(dropped) != 0 {
+		t.Fatalf("the running service declined %d chunks, seam drops %v; want none: the operator's answers are not its", declined, dropped)
+	}
+}
+
+// awaitInboxDrained waits until service's directed control durable has delivered and had acked
+// everything on its filter (published before the call: JetStream acknowledged it stored).
+func awaitInboxDrained(t *testing.T, h *harness.Harness, service string) {
+	t.Helper()
+	nc, err := wire.Connect(h.NATS.URL(), "inspect", wire.Security{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	filter := wire.ControlFilters(service)[0]
+	testrun.WaitFor(t, service+"'s directed control inbox drained", func() bool {
+		cons, err := js.Consumer(context.Background(), wire.ControlStream, wire.ControlDurable(service, filter))
+		if err != nil {
+			return false
+		}
+		info, err := cons.Info(context.Background())
+		return err == nil && info.NumPending == 0 && info.NumAckPending == 0
+	})
 }
 
 // Invariants 4 and 10 with a legitimate mutation: the origin closes a stream inside sealed
