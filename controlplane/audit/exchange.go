@@ -185,8 +185,8 @@ func (a *Auditor) ask(ctx context.Context, origin string, req wire.ManifestReque
 			a.mu.Lock()
 			n, total := len(p.chunks), p.total
 			a.mu.Unlock()
-			return nil, fmt.Errorf("no complete %s manifest answer from %s: %d of %d chunks held, none more within %s",
-				req.Level, origin, n, total, timeout)
+			return nil, fmt.Errorf("no complete %s manifest answer from %s within %s of the request or its last chunk (%d of %d chunks held)",
+				req.Level, origin, timeout, n, total)
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		}
