@@ -168,7 +168,7 @@ func (m *Instruments) RepairRequested(source, origin string) {
 	}
 }
 
-// CompareDeclined counts one chunk or audit the compare gate declined.
+// CompareDeclined counts one manifest chunk no waiting request takes, or one audit asked for while one runs.
 func (m *Instruments) CompareDeclined(origin string) {
 	if m != nil {
 		m.comparesDeclined.WithLabelValues(origin).Inc()
