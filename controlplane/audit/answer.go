@@ -2,7 +2,8 @@
 // digests of a window (one fold per type over the request's tenant scope, per (tenant, type) by
 // tenant pages, or type level, all from sealed epochs plus the live fringe; or stream level paged
 // by stream id), chunked, every chunk carrying the watermark and the origin generation, directed to
-// the requester. A type-level answer's first chunk also carries the origin's closes and its
+// the requester (on its reply address when the request names one). A type-level answer's first
+// chunk also carries the origin's closes and its
 // announced history changes above the requester's cursor (history_changes_page). Only the
 // (tenant, type) pairs the requester is granted are answered, and only the close-the-books floors
 // and history changes of tenants it is granted (invariant 11). One answer build at a time per
@@ -55,7 +56,7 @@ func (s *ManifestServer) answer(ctx context.Context, env wire.Envelope, _ []byte
 	dec := json.NewDecoder(bytes.NewReader(env.Body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&req); err != nil || req.From < 0 || req.To < req.From ||
-		!knownLevel(req.Level) {
+		!knownLevel(req.Level) || (req.Reply != "" && !wire.ValidReplyToken(req.Reply)) {
 		return fmt.Errorf("%w: manifest request from %s is malformed", wire.ErrPermanent, env.From)
 	}
 	received := time.Now()
@@ -120,7 +121,7 @@ func (s *ManifestServer) answer(ctx context.Context, env wire.Envelope, _ []byte
 		if err != nil {
 			return err
 		}
-		if err := wire.Publish(ctx, s.JS, out, nil); err != nil {
+		if err := wire.PublishReply(ctx, s.JS, out, req.Reply); err != nil {
 			return err
 		}
 		s.chunks.Add(1)

@@ -38,8 +38,9 @@ type Limits struct {
 	MaxPages          int           // stream-level pages followed per origin (default 10)
 	MaxDigests        int           // digests per manifest chunk asked for (default 500)
 	MaxRequests       int           // repair requests per audit (default 25)
-	AnswerTimeout     time.Duration // how long to wait for an origin's answer (default 30s)
+	AnswerTimeout     time.Duration // how long to wait for the next chunk of an origin's answer (default 30s)
 	MaxHistoryAsks    int           // type-level asks per origin catching up on history changes (default 10)
+	MaxAnswerChunks   int           // chunks one answer may have: what a waiting request holds (default 2000)
 }
 
 // Defaults of Limits, used where a field is left zero.
@@ -53,6 +54,11 @@ const (
 	// history changes (each answer carries up to MaxHistoryChangesPerAnswer); beyond it the round
 	// is skipped, saying so, and the next audit continues from the cursor (invariant 9).
 	MaxHistoryAsksDefault = 10
+	// MaxAnswerChunksDefault bounds the chunks a waiting request collects, so its memory is at
+	// most this many chunks of at most MaxDigests digests each (1 000 000 at the defaults, about
+	// 100 MB): an answer declaring more fails its request at once, naming the bound, instead of
+	// being held (invariant 9) or dropped piecemeal (invariant 14).
+	MaxAnswerChunksDefault = 2000
 )
 
 func (l Limits) withDefaults() Limits {
@@ -74,6 +80,9 @@ func (l Limits) withDefaults() Limits {
 	if l.MaxHistoryAsks <= 0 {
 		l.MaxHistoryAsks = MaxHistoryAsksDefault
 	}
+	if l.MaxAnswerChunks <= 0 {
+		l.MaxAnswerChunks = MaxAnswerChunksDefault
+	}
 	return l
 }
 
@@ -92,8 +101,13 @@ type Auditor struct {
 	// Now is the ledger's clock (tests inject one); nil means the database's now().
 	Now func() time.Time
 
+	// Reply, when set, is the reply token this auditor's requests name: origins answer on
+	// wire.ReplySubject(Service, origin, Reply), which only this process listens on (RunBeside
+	// sets it; the running control plane leaves it empty and takes answers on its inbox).
+	Reply string
+
 	mu       sync.Mutex
-	waiting  map[string]waitingAnswer
+	waiting  map[string]*pendingAnswer
 	seam     *wire.Seam // the control endpoint's, where refused answers are counted
 	declined atomic.Int64
 	running  sync.Mutex // one audit (one comparison) at a time per auditor
@@ -105,7 +119,8 @@ type Auditor struct {
 // ErrAuditRunning is returned when an audit is asked for while this auditor runs one.
 var ErrAuditRunning = errors.New("an audit is already running")
 
-// Declined counts answer chunks nobody was waiting for (late, unsolicited, or over the gate).
+// Declined counts answer chunks declined: nobody was waiting for them (late or unsolicited), or
+// they cannot belong to the answer awaited (beyond its declared chunks, or more than it holds).
 func (a *Auditor) Declined() int64 { return a.declined.Load() }
 
 // Finding is what one origin's audit found and did.

@@ -5,13 +5,16 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"runtime"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/streamseal/streamseal/controlplane/audit"
 	"github.com/streamseal/streamseal/controlplane/config"
@@ -33,7 +36,13 @@ func TestAuditor(t *testing.T) {
 		nats     *natstest.Server
 		toOrders *natstest.Recorder // everything billing sends the origin: manifest and repair requests
 		// serve starts the origin's manifest server; a test that wants a silent origin skips it.
-		serve func(t *testing.T)
+		serve    func(t *testing.T)
+		server   *audit.ManifestServer // the origin's, once serve ran
+		control  *wire.Control         // billing's control endpoint, the auditor registered
+		ordersJS jetstream.JetStream
+		// stopControl stops billing's control endpoint (a test restarts one on billingJS).
+		stopControl func() error
+		billingJS   jetstream.JetStream
 	}
 
 	// setup gives billing an origin it knows from a checkpoint and consumes types from (all of
@@ -62,11 +71,13 @@ func TestAuditor(t *testing.T) {
 		a := &audit.Auditor{Pool: pool, JS: billingJS, Service: "billing", Config: settings, Logger: testrun.Logger(t)}
 		control := natstest.Control(t, billingJS, "billing")
 		a.Register(control)
-		testrun.Go(t, "billing control endpoint", control.Run)
+		stopControl := testrun.Go(t, "billing control endpoint", control.Run)
 
-		b := &testBundle{pool: pool, origin: origin, nats: srv, toOrders: srv.Record(t, wire.ControlStream, wire.ControlFilters("orders")[0])}
+		b := &testBundle{pool: pool, origin: origin, nats: srv, toOrders: srv.Record(t, wire.ControlStream, wire.ControlFilters("orders")[0]),
+			control: control, ordersJS: ordersJS, stopControl: stopControl, billingJS: billingJS}
 		b.serve = func(t *testing.T) {
-			(&audit.ManifestServer{Pool: origin, JS: ordersJS, Service: "orders", Logger: a.Logger}).Register(ordersControl)
+			b.server = &audit.ManifestServer{Pool: origin, JS: ordersJS, Service: "orders", Logger: a.Logger}
+			b.server.Register(ordersControl)
 			testrun.Go(t, "orders control endpoint", ordersControl.Run)
 		}
 		return a, b
@@ -543,6 +554,78 @@ func TestAuditor(t *testing.T) {
 		}
 	})
 
+	// Invariant 14 (every request reaches an answer): a waited-for answer of 201 chunks (one
+	// digest a chunk over 67 tenants x 3 types) arrives whole while every core is busy: the audit
+	// completes, compares every pair, and declines none. The witness is the completed audit, never a
+	// duration. Before the fix a 4-slot hand-off dropped chunks under load and the audit timed out.
+	t.Run("EveryChunkOfAManyChunkAnswerArrivesUnderLoad_Invariant14", func(t *testing.T) {
+		t.Parallel()
+		a, b := setup(t)
+		b.serve(t)
+		var events []store.NewEvent
+		for i := range 67 {
+			for _, typ := range eventTypes {
+				events = append(events, ownEvent(fmt.Sprintf("t%03d", i), fmt.Sprintf("s-%03d-%s", i, typ), 1, typ))
+			}
+		}
+		appendStamped(t, b.origin, events...)
+		ingest(t, b.pool, ownLane(t, b.origin))
+		a.Limits.MaxDigests = 1
+		loadEveryCore(t)
+		// Billing's consumer falls behind (as on busy cores): its control endpoint is stopped
+		// while the origin answers, so the whole answer waits on the broker and arrives in
+		// fetched batches, faster than any hand-off could be drained.
+		if err := b.stopControl(); err != nil {
+			t.Fatal(err)
+		}
+		type result struct {
+			found []audit.Finding
+			err   error
+		}
+		done := make(chan result, 1)
+		go func() {
+			found, err := a.Run(ctx, audit.Scope{})
+			done <- result{found, err}
+		}()
+		testrun.WaitFor(t, "the origin's whole answer on the broker", func() bool { answered, _ := b.server.Counts(); return answered == 1 })
+		b.control = natstest.Control(t, b.billingJS, "billing")
+		a.Register(b.control)
+		testrun.Go(t, "billing control endpoint, restarted", b.control.Run)
+		r := testrun.Receive(t, "the audit of a 201-chunk answer", done)
+		found, err := r.found, r.err
+		if err != nil {
+			t.Fatalf("audit of a 201-chunk answer: %v", err)
+		}
+		if len(found) != 1 || found[0].Skipped != "" || len(found[0].Divergent) != 0 || len(found[0].Unresolved) != 0 {
+			t.Fatalf("findings %+v; want orders compared whole and equal", found)
+		}
+		if answered, chunks := b.server.Counts(); answered != 1 || chunks != 201 {
+			t.Fatalf("the origin answered %d requests in %d chunks; want 1 in 201", answered, chunks)
+		}
+		if a.Declined() != 0 || len(b.control.Seam.Dropped()) != 0 {
+			t.Fatalf("declined %d, seam drops %v; want none: every chunk was waited for", a.Declined(), b.control.Seam.Dropped())
+		}
+	})
+
+	// Invariant 12: over the wire, a chunk answering no request this auditor waits for is declined
+	// and counted (the auditor's counter and the seam's unsolicited drops), never held.
+	t.Run("AChunkNoRequestWaitsForIsDeclinedAndCounted_Invariant12", func(t *testing.T) {
+		t.Parallel()
+		a, b := setup(t)
+		env, err := wire.NewEnvelope(wire.KindManifestAnswer, "orders", "billing",
+			wire.ManifestAnswer{RequestID: "nobody-asked", Origin: "orders", Level: wire.LevelTypes, Chunk: 1, Chunks: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := wire.Publish(ctx, b.ordersJS, env, nil); err != nil {
+			t.Fatal(err)
+		}
+		testrun.WaitFor(t, "billing's control endpoint done with the unsolicited chunk", func() bool { return b.control.Finished() == 1 })
+		if a.Declined() != 1 || b.control.Seam.Dropped()[wire.DropUnsolicited] != 1 {
+			t.Fatalf("declined %d, seam drops %v; want the chunk declined once and counted unsolicited", a.Declined(), b.control.Seam.Dropped())
+		}
+	})
+
 	t.Run("RefusesAnAnswerItsSenderDoesNotOwn", func(t *testing.T) {
 		t.Parallel()
 		a := &audit.Auditor{}
@@ -558,6 +641,31 @@ func TestAuditor(t *testing.T) {
 			t.Fatalf("a refused answer counted as %d declined", a.Declined())
 		}
 	})
+}
+
+// loadEveryCore keeps every core busy until the test ends (a test that fails under CPU load is a
+// defect: this makes the load certain rather than hoped for).
+func loadEveryCore(t *testing.T) {
+	t.Helper()
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	for range runtime.NumCPU() {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case <-done:
+					return
+				default:
+				}
+				for i := 0; i < 1_000_000; i++ {
+					_ = i * i
+				}
+			}
+		}()
+	}
+	t.Cleanup(func() { close(done); wg.Wait() })
 }
 
 func copiesHeld(t *testing.T, pool *pgxpool.Pool) []string {

@@ -1,42 +1,31 @@
 package audit
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/streamseal/streamseal/controlplane/wire"
 )
 
-// Invariant 14: an answer is whole only when every chunk 1..Chunks arrived, each counted once,
-// all of one watermark and generation; a redelivered duplicate never stands in for a missing
-// chunk (before: "len(received) == Chunks" took chunks 1, 1 of 2 as the whole answer).
-func TestWholeAnswer(t *testing.T) {
-	t.Parallel()
-	chunk := func(n, of int, watermark int64) wire.ManifestAnswer {
-		return wire.ManifestAnswer{Chunk: n, Chunks: of, Watermark: watermark,
-			Digests: []wire.ManifestDigest{{Type: "t", N: int64(n)}}}
-	}
+// Invariant 14 (a window certifies when every part of it compared equal, however many chunks
+// carried it): the chunks of one answer must cover one window of one generation; a chunk of
+// another watermark or generation fails the request instead of being compared as a part of it.
+func TestAnswerChunks_OfTwoWindowsAreNotOneAnswer_Invariant14(t *testing.T) {
 	for _, c := range []struct {
-		name     string
-		received []wire.ManifestAnswer
-		whole    bool
+		name                  string
+		watermark, generation int64
 	}{
-		{"OneChunk", []wire.ManifestAnswer{chunk(1, 1, 9)}, true},
-		{"EveryChunkOutOfOrder", []wire.ManifestAnswer{chunk(3, 3, 9), chunk(1, 3, 9), chunk(2, 3, 9)}, true},
-		{"ADuplicateIsNotTheMissingChunk", []wire.ManifestAnswer{chunk(1, 2, 9), chunk(1, 2, 9)}, false},
-		{"ADuplicateOfAWholeAnswerCountsOnce", []wire.ManifestAnswer{chunk(1, 2, 9), chunk(1, 2, 9), chunk(2, 2, 9)}, true},
-		{"ChunksOfTwoWatermarksAreNotOneAnswer", []wire.ManifestAnswer{chunk(1, 2, 9), chunk(2, 2, 10)}, false},
-		{"AChunkNumberOutOfRangeIsNotAPart", []wire.ManifestAnswer{chunk(1, 2, 9), chunk(3, 2, 9)}, false},
+		{"AnotherWatermark", 10, 1},
+		{"AnotherGeneration", 9, 2},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			t.Parallel()
-			got, whole := wholeAnswer(c.received)
-			if whole != c.whole {
-				t.Fatalf("wholeAnswer(%+v) whole = %v, want %v", c.received, whole, c.whole)
+			p := pending("orders", MaxAnswerChunksDefault)
+			if reason, detail := p.take(wire.ManifestAnswer{RequestID: "r", Chunk: 1, Chunks: 2, Watermark: 9, Generation: 1}); reason != "" {
+				t.Fatalf("first chunk refused: %s %s", reason, detail)
 			}
-			for i, a := range got {
-				if a.Chunk != i+1 {
-					t.Fatalf("whole answer %+v not in chunk order, each once", got)
-				}
+			reason, _ := p.take(wire.ManifestAnswer{RequestID: "r", Chunk: 2, Chunks: 2, Watermark: c.watermark, Generation: c.generation})
+			if _, done := p.complete(); done || reason != wire.DropOutOfScope || p.err == nil || !strings.Contains(p.err.Error(), "not one answer") {
+				t.Fatalf("second chunk: reason %q, err %v, complete %v; want it refused and the request failed", reason, p.err, done)
 			}
 		})
 	}

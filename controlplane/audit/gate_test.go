@@ -2,6 +2,7 @@ package audit
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	"github.com/streamseal/streamseal/controlplane/wire"
@@ -17,25 +18,59 @@ func answerEnvelope(t *testing.T, requestID string, chunk int) wire.Envelope {
 	return env
 }
 
-// The compare gate (invariant 9): answer chunks nobody is waiting for, and chunks beyond what the
-// waiting comparison holds, are declined and counted, never queued in memory.
-func TestCompareGate_DeclinesWhatNoComparisonHolds(t *testing.T) {
-	a := &Auditor{}
+func pending(origin string, maxChunks int) *pendingAnswer {
+	return &pendingAnswer{origin: origin, maxDigests: 1, maxChunks: maxChunks, chunks: map[int]wire.ManifestAnswer{},
+		arrived: make(chan struct{}, 1)}
+}
+
+// Invariants 14 and 12: every chunk of a waited-for answer is held, however many arrive before the
+// waiter looks (nothing is handed through a lossy slot); a chunk nobody waits for is declined and
+// counted; a chunk held already is counted as replayed, not declined.
+func TestAnswerChunks_EveryChunkOfAWaitedForAnswerIsHeld_Invariant14(t *testing.T) {
+	seam := &wire.Seam{Self: "billing"}
+	a := &Auditor{seam: seam}
 	if err := a.onAnswer(context.Background(), answerEnvelope(t, "nobody-asked", 1), nil); err != nil {
 		t.Fatal(err)
 	}
-	if a.Declined() != 1 {
-		t.Fatalf("declined %d, want 1 for an unsolicited chunk", a.Declined())
+	if a.Declined() != 1 || seam.Dropped()[wire.DropUnsolicited] != 1 {
+		t.Fatalf("declined %d, drops %v; want 1 unsolicited chunk declined", a.Declined(), seam.Dropped())
 	}
-	ch := make(chan wire.ManifestAnswer, 4)
-	a.waiting = map[string]waitingAnswer{"asked": {origin: "orders", ch: ch}}
-	for i := 1; i <= 9; i++ {
+	p := pending("orders", MaxAnswerChunksDefault)
+	a.waiting = map[string]*pendingAnswer{"asked": p}
+	for _, i := range []int{9, 1, 2, 3, 4, 5, 6, 7, 8, 3} {
 		if err := a.onAnswer(context.Background(), answerEnvelope(t, "asked", i), nil); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if len(ch) != 4 || a.Declined() != 1+5 {
-		t.Fatalf("held %d chunks and declined %d; want the 4 the comparison holds and 5 more declined", len(ch), a.Declined()-1)
+	out, done := p.complete()
+	if !done || len(out) != 9 || out[0].Chunk != 1 || out[8].Chunk != 9 || p.err != nil {
+		t.Fatalf("held %d chunks (complete %v, err %v); want all 9 in order", len(out), done, p.err)
+	}
+	if a.Declined() != 1 || seam.Dropped()[wire.DropReplayed] != 1 {
+		t.Fatalf("declined %d, drops %v; want no chunk of the waited-for answer declined, the repeat counted replayed", a.Declined(), seam.Dropped())
+	}
+}
+
+// Invariant 9 (bounded memory): a request holds at most its MaxAnswerChunks; an answer declaring
+// more is declined and fails the request at once with an error naming the bound, never held.
+func TestAnswerChunks_AnAnswerBeyondWhatTheRequestHoldsFailsIt_Invariant9(t *testing.T) {
+	seam := &wire.Seam{Self: "billing"}
+	a := &Auditor{seam: seam}
+	p := pending("orders", 4)
+	a.waiting = map[string]*pendingAnswer{"asked": p}
+	if err := a.onAnswer(context.Background(), answerEnvelope(t, "asked", 1), nil); err != nil {
+		t.Fatal(err)
+	}
+	if len(p.chunks) != 0 || p.err == nil || !strings.Contains(p.err.Error(), "9 chunks, more than the 4 a request holds") {
+		t.Fatalf("held %d chunks, err %v; want none held and the request failed naming the bound", len(p.chunks), p.err)
+	}
+	if a.Declined() != 1 || seam.Dropped()[wire.DropOutOfScope] != 1 {
+		t.Fatalf("declined %d, drops %v; want the chunk declined out of scope", a.Declined(), seam.Dropped())
+	}
+	select {
+	case <-p.arrived:
+	default:
+		t.Fatal("the waiter was not woken to fail the request")
 	}
 }
 
@@ -57,8 +92,8 @@ func TestCompareGate_DeclinesASecondAudit(t *testing.T) {
 func TestManifestAnswer_FromAnotherOriginIsUnsolicited(t *testing.T) {
 	seam := &wire.Seam{Self: "billing"}
 	a := &Auditor{seam: seam}
-	ch := make(chan wire.ManifestAnswer, 4)
-	a.waiting = map[string]waitingAnswer{"asked": {origin: "orders", ch: ch}}
+	p := pending("orders", MaxAnswerChunksDefault)
+	a.waiting = map[string]*pendingAnswer{"asked": p}
 	env, err := wire.NewEnvelope(wire.KindManifestAnswer, "shipping", "billing",
 		wire.ManifestAnswer{RequestID: "asked", Origin: "shipping", Level: wire.LevelTypes, Chunk: 1, Chunks: 1})
 	if err != nil {
@@ -67,7 +102,7 @@ func TestManifestAnswer_FromAnotherOriginIsUnsolicited(t *testing.T) {
 	if err := a.onAnswer(context.Background(), env, nil); err != nil {
 		t.Fatal(err)
 	}
-	if len(ch) != 0 || seam.Dropped()[wire.DropUnsolicited] != 1 {
-		t.Fatalf("held %d chunks, drops %v; want none held and one unsolicited", len(ch), seam.Dropped())
+	if len(p.chunks) != 0 || seam.Dropped()[wire.DropUnsolicited] != 1 {
+		t.Fatalf("held %d chunks, drops %v; want none held and one unsolicited", len(p.chunks), seam.Dropped())
 	}
 }

@@ -75,7 +75,7 @@ func newInstruments(reg prometheus.Registerer) *Instruments {
 		repairsRequested: counter("repairs_requested_total",
 			"Repair requests sent (or recorded in report-only), by source (checkpoint, audit) and origin.", "source", "origin"),
 		comparesDeclined: counter("compares_declined_total",
-			"Manifest chunks or audits declined at the non-queueing compare gate.", "origin"),
+			"Manifest chunks no waiting request takes (unsolicited, or beyond what it holds), and audits asked for while one runs.", "origin"),
 		pagesFollowed: counter("manifest_pages_followed_total",
 			"Stream-level manifest pages walked by an audit's drill-down.", "origin"),
 		pagesCapped: counter("manifest_pages_capped_total",
@@ -168,7 +168,7 @@ func (m *Instruments) RepairRequested(source, origin string) {
 	}
 }
 
-// CompareDeclined counts one chunk or audit the compare gate declined.
+// CompareDeclined counts one manifest chunk no waiting request takes, or one audit asked for while one runs.
 func (m *Instruments) CompareDeclined(origin string) {
 	if m != nil {
 		m.comparesDeclined.WithLabelValues(origin).Inc()

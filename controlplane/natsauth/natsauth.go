@@ -9,6 +9,7 @@
 //
 //	publish   streamseal.evt.S.>                  its own events and checkpoints
 //	          streamseal.ctl.*.S                  control messages naming S as sender (directed and _all)
+//	          streamseal.ctl.*.S.*                answers naming S as sender on a requester's reply address
 //	          $JS.API.STREAM.INFO.<stream>        the two streamseal streams: read at start
 //	          $JS.API.STREAM.CREATE.<stream>      and create when missing (a create never alters an existing stream)
 //	          $JS.API.CONSUMER.CREATE.<stream>.<durable>.<filter>   its own durables, each pinned to its one filter
@@ -16,7 +17,8 @@
 //	          $JS.API.CONSUMER.MSG.NEXT.<stream>.<durable>          pull from its own durables
 //	          $JS.ACK.<stream>.<durable>.>                          acknowledge what they delivered
 //	subscribe _INBOX_S.>                          its reply prefix: pulls, publish acks, request replies
-//	          streamseal.ctl.S.*                  its directed control subjects (core subscribers: audit, operator commands)
+//	          streamseal.ctl.S.*                  its directed control subjects (core subscribers: operator commands)
+//	          streamseal.ctl.S.*.*                its reply addresses (an operator's audit reads its answers there)
 //
 // So S cannot publish as another origin or sender, read another service's consumer, widen its
 // own filters, update, purge or delete a stream, read messages directly (STREAM.MSG.GET, DIRECT.GET),
@@ -171,10 +173,12 @@ func (s Service) Permissions() Permissions {
 		Publish: []string{
 			wire.OriginEvents(self),
 			wire.ControlSubjectFrom("*", self),
+			wire.ReplySubject("*", self, "*"),
 		},
 		Subscribe: []string{
 			wire.InboxPrefix(self) + ".>",
 			wire.ControlSubjectFrom(self, "*"),
+			wire.ReplyFilter(self, "*"),
 		},
 	}
 	for _, stream := range []string{wire.EventsStream, wire.ControlStream} {

@@ -46,6 +46,7 @@ func TestGeneratedPermissionsAllowTheWorkAndNothingElse_Invariant12(t *testing.T
 				wire.LiveSubject(self, "acme", "order.placed"),
 				wire.ControlSubjectFrom(other, self),
 				wire.ControlSubjectFrom(wire.BroadcastInbox, self),
+				wire.ReplySubject(other, self, "audit-1"), // answering a request that named a reply token
 			} {
 				if _, err := c.JS.Publish(ctx, subject, []byte("{}")); err != nil {
 					t.Errorf("%s publishing %s (allowed): %v", self, subject, err)
@@ -114,6 +115,21 @@ func TestGeneratedPermissionsAllowTheWorkAndNothingElse_Invariant12(t *testing.T
 				t.Errorf("core subscription received %s", subject)
 			}
 			sub.Unsubscribe()
+			// Allowed: an operator's command, connected as self, reads answers on its own reply address.
+			sub, err = c.NC.Subscribe(wire.ReplyFilter(self, "audit-1"), func(m *nats.Msg) { got <- m.Subject })
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := c.NC.Flush(); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := srv.JS.Publish(ctx, wire.ReplySubject(self, other, "audit-1"), []byte("{}")); err != nil {
+				t.Fatal(err)
+			}
+			if subject := testrun.Receive(t, "an answer on self's reply address", got); subject != wire.ReplySubject(self, other, "audit-1") {
+				t.Errorf("reply subscription received %s", subject)
+			}
+			sub.Unsubscribe()
 			if err := c.NC.Flush(); err != nil { // the server answers in order: any refusal of the above came before this PONG
 				t.Fatal(err)
 			}
@@ -139,6 +155,7 @@ func TestGeneratedPermissionsAllowTheWorkAndNothingElse_Invariant12(t *testing.T
 				wire.LiveSubject(other, "acme", "order.placed"),     // another origin's events
 				wire.ControlSubjectFrom(other, other),               // a control subject naming another sender
 				wire.ControlSubjectFrom(wire.BroadcastInbox, other), // a broadcast as another
+				wire.ReplySubject(self, other, "audit-1"),           // an answer on a reply address as another
 				"$JS.API.CONSUMER.CREATE." + wire.EventsStream + "." + wire.InboxDurable(other, otherFilter) + "." + otherFilter, // another's consumer
 				"$JS.API.CONSUMER.CREATE." + wire.EventsStream + "." + wire.InboxDurable(self, ownFilter) + ".streamseal.evt.>",  // own durable, widened filter
 				"$JS.API.CONSUMER.CREATE." + wire.EventsStream + ".sneaky",                                                       // an unfiltered consumer
@@ -164,6 +181,8 @@ func TestGeneratedPermissionsAllowTheWorkAndNothingElse_Invariant12(t *testing.T
 			for _, subject := range []string{
 				wire.ControlSubjectFrom(other, "*"),
 				wire.ControlSubjectFrom(wire.BroadcastInbox, "*"),
+				wire.ReplyFilter(other, "audit-1"), // another's reply address
+				wire.ReplyFilter(other, "*"),
 				wire.InboxPrefix(other) + ".>",
 				wire.LiveFilter("*", "*", "order.placed"),
 				">",

@@ -297,6 +297,28 @@ func Publish(ctx context.Context, js jetstream.JetStream, env Envelope, attachme
 	return nil
 }
 
+// PublishReply is Publish to env's addressee on the reply subject naming token (ReplySubject),
+// or Publish itself when token is empty: the origin answering a request that named its own reply
+// address. The sender is still env.From, bound by the subject (invariant 12).
+func PublishReply(ctx context.Context, js jetstream.JetStream, env Envelope, token string) error {
+	if token == "" {
+		return Publish(ctx, js, env, nil)
+	}
+	if !ValidServiceName(env.From) || !ValidServiceName(env.To) || !ValidReplyToken(token) {
+		return fmt.Errorf("%s from %q to %q on reply token %q: sender and recipient must name services, the token [a-z0-9-]{1,64}",
+			env.Kind, env.From, env.To, token)
+	}
+	data, err := Encode(env, nil)
+	if err != nil {
+		return err
+	}
+	subject := ReplySubject(env.To, env.From, token)
+	if _, err := js.Publish(ctx, subject, data); err != nil {
+		return fmt.Errorf("publish %s to %s: %w", env.Kind, subject, err)
+	}
+	return nil
+}
+
 func sleep(ctx context.Context, d time.Duration) {
 	select {
 	case <-ctx.Done():

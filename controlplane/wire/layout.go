@@ -13,6 +13,13 @@ import (
 //	events:    streamseal.evt.<origin>.<tenant-token>.<type-token>   published only by <origin>
 //	control:   streamseal.ctl.<to>.<from>                              published only by <from>
 //	broadcast: streamseal.ctl._all.<from>                              published only by <from>
+//	reply:     streamseal.ctl.<to>.<from>.<reply-token>                published only by <from>, read only by <to>
+//
+// A reply subject is the private answer address of one process of <to> (an operator's
+// `streamseal audit` beside the running service): the request names the token, the origin
+// answers there, and no durable consumer of <to> matches it (their filters end at <from>), so the
+// running service never sees those answers. The sender is still the subject's fourth token, which
+// the broker binds to the publisher; the token only picks which of <to>'s listeners reads it.
 //
 // Tenants are a subject token so a consumer granted some tenants subscribes (and is permitted)
 // to those tenants' subjects only (invariant 11). Every JetStream consumer streamseal creates has
@@ -86,17 +93,56 @@ func ControlFilters(service string) []string {
 	return []string{controlPrefix + service + ".*", controlPrefix + BroadcastInbox + ".*"}
 }
 
-// ControlSender returns the sender a control subject names (its last token).
+// ControlSender returns the sender a control subject (directed, broadcast or reply) names.
 func ControlSender(subject string) (string, bool) {
+	_, from, _, ok := ControlAddress(subject)
+	return from, ok
+}
+
+// ControlAddress splits a control subject into its recipient, its sender and its reply token
+// ("" unless it is a reply subject), refusing anything outside the layout.
+func ControlAddress(subject string) (to, from, reply string, ok bool) {
 	rest, ok := strings.CutPrefix(subject, controlPrefix)
 	if !ok {
-		return "", false
+		return "", "", "", false
 	}
-	to, from, ok := strings.Cut(rest, ".")
-	if !ok || strings.Contains(from, ".") || (to != BroadcastInbox && !ValidServiceName(to)) {
-		return "", false
+	parts := strings.Split(rest, ".")
+	if len(parts) != 2 && len(parts) != 3 {
+		return "", "", "", false
 	}
-	return from, ValidServiceName(from)
+	to, from = parts[0], parts[1]
+	if len(parts) == 3 {
+		reply = parts[2]
+		if to == BroadcastInbox || !ValidReplyToken(reply) {
+			return "", "", "", false
+		}
+	}
+	if (to != BroadcastInbox && !ValidServiceName(to)) || !ValidServiceName(from) {
+		return "", "", "", false
+	}
+	return to, from, reply, true
+}
+
+// ReplySubject is where from answers a request of to that named the reply token reply.
+func ReplySubject(to, from, reply string) string {
+	return controlPrefix + to + "." + from + "." + reply
+}
+
+// ReplyFilter is what the holder of service's reply token listens on: answers from any sender.
+func ReplyFilter(service, reply string) string { return controlPrefix + service + ".*." + reply }
+
+// ValidReplyToken reports whether s can be a reply token: 1 to 64 of [a-z0-9-], one subject
+// token that is never a wildcard.
+func ValidReplyToken(s string) bool {
+	if len(s) == 0 || len(s) > 64 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-') {
+			return false
+		}
+	}
+	return true
 }
 
 // InboxDurable names service's JetStream consumer of one event filter.

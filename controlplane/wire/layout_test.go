@@ -17,12 +17,23 @@ func TestLayoutSenderRoundTrips_Invariant12(t *testing.T) {
 	if got, ok := EventSender(LiveSubject("orders", "acme", "order.placed")); !ok || got != "orders" {
 		t.Fatalf("event sender = %q, %v; want orders", got, ok)
 	}
+	// A reply subject names its sender in the same place; its token is one more token.
+	if to, from, reply, ok := ControlAddress(ReplySubject("billing", "orders", "audit-1")); !ok || to != "billing" || from != "orders" || reply != "audit-1" {
+		t.Fatalf("reply address = %q %q %q, %v; want billing, orders, audit-1", to, from, reply, ok)
+	}
+	if f := ReplyFilter("billing", "audit-1"); f != "streamseal.ctl.billing.*.audit-1" {
+		t.Fatalf("reply filter %q", f)
+	}
 	for _, bad := range []string{
-		"streamseal.ctl.orders",              // the pre-authentication layout: no sender token
-		"streamseal.ctl.orders.billing.more", // one token too many
-		"streamseal.ctl.orders.Billing",      // not a service name
-		"streamseal.ctl.Orders.billing",      // recipient not a service name
-		"streamseal.evt.orders.x",            // not a control subject
+		"streamseal.ctl.orders",                // the pre-authentication layout: no sender token
+		"streamseal.ctl.orders.billing.more.x", // two tokens too many
+		"streamseal.ctl._all.billing.audit-1",  // a broadcast has no reply address
+		"streamseal.ctl.orders.billing.Audit",  // not a reply token
+		"streamseal.ctl.orders.billing.*",      // a wildcard is no reply token
+		"streamseal.ctl.orders.billing.",       // an empty reply token
+		"streamseal.ctl.orders.Billing",        // not a service name
+		"streamseal.ctl.Orders.billing",        // recipient not a service name
+		"streamseal.evt.orders.x",              // not a control subject
 		"other.ctl.orders.billing",
 	} {
 		if got, ok := ControlSender(bad); ok {

@@ -56,6 +56,11 @@ type ManifestRequest struct {
 	AfterTenant string `json:"after_tenant,omitempty"`
 	// Tenants narrows a stream-level request to those tenants (empty: every tenant).
 	Tenants []string `json:"tenants,omitempty"`
+	// Reply, when set, is the requester's reply token: the origin answers on
+	// ReplySubject(requester, origin, Reply) instead of the requester's control inbox, so an
+	// operator's audit beside a running service gets its answers and the service never sees
+	// them. The requester stays the authenticated sender of the request; only it may read there.
+	Reply string `json:"reply,omitempty"`
 }
 
 // ManifestDigest is one bucket's fold; Stream is empty at type level. On the wire it is a compact

@@ -32,8 +32,13 @@ const (
 // Seam is a service's receive boundary for control messages: everything a service must not act
 // on stops here, before any handler runs, with a log line and a counter, and never a panic.
 type Seam struct {
-	Self     string // this service; directed messages for anyone else are dropped
-	MaxBytes int    // 0: DefaultMaxMessageBytes
+	Self string // this service; directed messages for anyone else are dropped
+	// Reply is the reply token of the one process this seam guards (an operator's audit
+	// listening on ReplyFilter): only reply subjects naming it are accepted, and nothing else.
+	// Empty: a service's control endpoint, which refuses every reply subject (it is some other
+	// process's private address).
+	Reply    string
+	MaxBytes int // 0: DefaultMaxMessageBytes
 	Logger   *slog.Logger
 
 	mu      sync.Mutex
@@ -51,16 +56,18 @@ func (s *Seam) Accept(subject string, data []byte) (Envelope, []byte, bool) {
 		s.drop(reasonOf(err), subject, err.Error(), Envelope{})
 		return Envelope{}, nil, false
 	}
-	sender, ok := ControlSender(subject)
+	recipient, sender, reply, ok := ControlAddress(subject)
 	if !ok || env.From != sender {
 		s.drop(DropForgedSender, subject, "the subject names sender "+sender, env)
 		return Envelope{}, nil, false
 	}
-	recipient := subject[len(controlPrefix) : len(subject)-len(sender)-1]
 	switch {
 	case env.To != "" && env.To != s.Self, recipient != BroadcastInbox && recipient != s.Self,
 		(recipient == BroadcastInbox) != (env.To == ""):
 		s.drop(DropForeignTarget, subject, "addressed to "+env.To+" on "+recipient+"'s subject", env)
+		return Envelope{}, nil, false
+	case reply != s.Reply:
+		s.drop(DropForeignTarget, subject, "reply token "+reply+" is not this listener's ("+s.Reply+")", env)
 		return Envelope{}, nil, false
 	case env.From == s.Self:
 		// A service ignores its own broadcasts (and anything that loops back to it).

@@ -77,12 +77,13 @@ func TestSeam(t *testing.T) {
 	t.Run("ForgedSenderIsDropped", func(t *testing.T) {
 		t.Parallel()
 		for _, subject := range []string{
-			"streamseal.ctl.orders.shipping",  // shipping's subject, envelope claims billing
-			"streamseal.ctl._all.shipping",    // a broadcast from shipping claiming billing
-			"streamseal.ctl.orders",           // the old layout: no sender at all
-			"streamseal.ctl.orders.Billing",   // not a service name
-			"streamseal.ctl.orders.billing.x", // one token too many
-			"streamseal.evt.billing.x",        // not a control subject
+			"streamseal.ctl.orders.shipping",    // shipping's subject, envelope claims billing
+			"streamseal.ctl._all.shipping",      // a broadcast from shipping claiming billing
+			"streamseal.ctl.orders",             // the old layout: no sender at all
+			"streamseal.ctl.orders.Billing",     // not a service name
+			"streamseal.ctl.orders.billing.x.y", // two tokens too many
+			"streamseal.ctl._all.billing.x",     // a broadcast with a reply token
+			"streamseal.evt.billing.x",          // not a control subject
 		} {
 			seam := &Seam{Self: "orders"}
 			if _, _, ok := seam.Accept(subject, validEnvelope(t, "orders")); ok {
@@ -90,6 +91,34 @@ func TestSeam(t *testing.T) {
 			}
 			if got := seam.Dropped(); got[DropForgedSender] != 1 || len(got) != 1 {
 				t.Fatalf("%s: drops = %v, want exactly one %q", subject, got, DropForgedSender)
+			}
+		}
+	})
+
+	// Invariant 12: a reply subject is the private address of the one listener holding its
+	// token (an operator's audit): a service's control endpoint refuses it, the listener takes only
+	// its own token and nothing else, and the sender stays the one the subject names.
+	t.Run("ReplySubjectsReachOnlyTheirListener", func(t *testing.T) {
+		t.Parallel()
+		for _, tc := range []struct {
+			reply, subject string
+			ok             bool
+			reason         string
+		}{
+			{"", "streamseal.ctl.orders.billing.audit-1", false, DropForeignTarget},
+			{"audit-1", "streamseal.ctl.orders.billing.audit-1", true, ""},
+			{"audit-1", "streamseal.ctl.orders.billing.audit-2", false, DropForeignTarget},
+			{"audit-1", "streamseal.ctl.orders.billing", false, DropForeignTarget},
+			{"audit-1", "streamseal.ctl.orders.shipping.audit-1", false, DropForgedSender},
+			{"audit-1", "streamseal.ctl.shipping.billing.audit-1", false, DropForeignTarget},
+		} {
+			seam := &Seam{Self: "orders", Reply: tc.reply}
+			env, _, ok := seam.Accept(tc.subject, validEnvelope(t, "orders"))
+			if ok != tc.ok || (ok && env.From != "billing") {
+				t.Fatalf("seam with reply %q on %s: accepted %v, want %v", tc.reply, tc.subject, ok, tc.ok)
+			}
+			if got := seam.Dropped(); !tc.ok && (got[tc.reason] != 1 || len(got) != 1) {
+				t.Fatalf("seam with reply %q on %s: drops = %v, want exactly one %q", tc.reply, tc.subject, got, tc.reason)
 			}
 		}
 	})

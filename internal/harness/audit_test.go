@@ -2,8 +2,10 @@ package harness_test
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"testing"
 	"time"
 
@@ -13,9 +15,12 @@ import (
 	"github.com/streamseal/streamseal/controlplane/audit"
 	"github.com/streamseal/streamseal/controlplane/config"
 	"github.com/streamseal/streamseal/controlplane/jobs"
+	"github.com/streamseal/streamseal/controlplane/natsauth"
 	"github.com/streamseal/streamseal/controlplane/store"
 	"github.com/streamseal/streamseal/controlplane/wire"
+	"github.com/streamseal/streamseal/internal/dbtest"
 	"github.com/streamseal/streamseal/internal/harness"
+	"github.com/streamseal/streamseal/internal/testrun"
 )
 
 func auditSettings() config.Config {
@@ -357,6 +362,100 @@ func TestAudit_RunsBesideARunningControlPlane(t *testing.T) {
 	if len(findings) != 1 || len(findings[0].Divergent) != 0 || !findings[0].Sealed || findings[0].SealedThrough != 21 {
 		t.Fatalf("findings = %+v; want orders certified through 21", findings)
 	}
+	// Invariant 12 (answers only for requests sent) seen from the running service: the operator's
+	// answers came on a reply address of its own, so billing's control plane never saw them. The
+	// witness that it would have: its directed durable has nothing pending or unacked, so every
+	// message on its inbox was handled; none of them was a declined chunk.
+	awaitInboxDrained(t, h, "billing")
+	if declined, dropped := billing.Auditor.Declined(), billing.Seam.Dropped(); declined != 0 || len(dropped) != 0 {
+		t.Fatalf("the running service declined %d chunks, seam drops %v; want none: the operator's answers are not its", declined, dropped)
+	}
+}
+
+// Invariants 14 and 12 on the authorized bus: an operator's `streamseal audit`, connected as the
+// consumer's own NATS user beside the consumer's running control plane, asks for an answer of
+// 125 chunks (one digest a chunk over 25 tenants x 5 types) on its own reply address. The
+// generated permissions let the origin answer there and the operator read it; the audit completes
+// with every chunk (the witness: a whole, equal comparison), and the running service declines
+// none (its declined counter and its seam's drops stay zero once its inbox is drained).
+func TestAudit_OperatorBesideARunningServiceOnTheAuthorizedBus_Invariant14(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	topo := natsauth.Topology{Services: []natsauth.Service{{Name: "orders"},
+		{Name: "billing", Consumes: []natsauth.Consumption{{Origin: natsauth.AnyOrigin, Types: eventTypes, AllTenants: true}}}}}
+	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))
+	h, err := harness.NewSecured(ctx, func(ctx context.Context, service string) (string, error) { return dbtest.New(t), nil }, logger, topo, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(h.Close)
+	settings := auditSettings() // one digest a chunk
+	orders := start(t, h, "orders", harness.Options{Settings: settings, Grants: map[string][]string{"billing": eventTypes}}, nil)
+	billing := start(t, h, "billing", harness.Options{Settings: settings, Consumes: eventTypes}, nil)
+	var events []store.NewEvent
+	for tenant := range 25 {
+		for _, typ := range eventTypes {
+			events = append(events, store.NewEvent{EventID: uuid.New(), Tenant: fmt.Sprintf("t%02d", tenant), StreamID: fmt.Sprintf("s-%02d-%s", tenant, typ),
+				StreamVersion: 1, EventType: typ, Payload: []byte(`{}`)})
+		}
+	}
+	if _, err := store.EventsAppend(ctx, orders.Pool, events); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "billing caught up and knows orders", []*harness.Service{orders, billing}, func() bool {
+		var known int
+		_ = billing.Pool.QueryRow(ctx, "select count(*) from streamseal.known_origins").Scan(&known)
+		return known == 1 && countFrom(t, billing.Pool, "orders") == len(events)
+	})
+	nc, err := wire.Connect(h.NATS.URL(), "billing", h.Security("billing"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	operator := &audit.Auditor{Pool: billing.Pool, JS: js, Service: "billing", Config: settings,
+		Limits: audit.Limits{MaxDigests: 1}, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	findings, err := operator.RunBeside(ctx, nc, audit.Scope{Origin: "orders", Full: true})
+	if err != nil {
+		t.Fatalf("the operator's audit of a 125-chunk answer: %v", err)
+	}
+	if len(findings) != 1 || findings[0].Skipped != "" || len(findings[0].Divergent) != 0 || len(findings[0].Unresolved) != 0 {
+		t.Fatalf("findings = %+v; want orders compared whole and equal", findings)
+	}
+	if operator.Declined() != 0 {
+		t.Fatalf("the operator declined %d chunks of its own answer", operator.Declined())
+	}
+	awaitInboxDrained(t, h, "billing")
+	if declined, dropped := billing.Auditor.Declined(), billing.Seam.Dropped(); declined != 0 || len(dropped) != 0 {
+		t.Fatalf("the running service declined %d chunks, seam drops %v; want none: the operator's answers are not its", declined, dropped)
+	}
+}
+
+// awaitInboxDrained waits until service's directed control durable has delivered and had acked
+// everything on its filter (published before the call: JetStream acknowledged it stored).
+func awaitInboxDrained(t *testing.T, h *harness.Harness, service string) {
+	t.Helper()
+	nc, err := wire.Connect(h.NATS.URL(), natsauth.AdminUser, h.Security(natsauth.AdminUser), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	filter := wire.ControlFilters(service)[0]
+	testrun.WaitFor(t, service+"'s directed control inbox drained", func() bool {
+		cons, err := js.Consumer(context.Background(), wire.ControlStream, wire.ControlDurable(service, filter))
+		if err != nil {
+			return false
+		}
+		info, err := cons.Info(context.Background())
+		return err == nil && info.NumPending == 0 && info.NumAckPending == 0
+	})
 }
 
 // Invariants 4 and 10 with a legitimate mutation: the origin closes a stream inside sealed

@@ -65,8 +65,9 @@ func TestCheckpoint_MassLossConvergesWithinTheCap(t *testing.T) {
 
 // windowLog records every checkpoint window a consumer verified, once per message.
 type windowLog struct {
-	mu   sync.Mutex
-	seen map[string]int
+	mu    sync.Mutex
+	seen  map[string]int
+	empty map[string]bool // windows with From == To
 }
 
 func (w *windowLog) wrap(s *harness.Service) {
@@ -76,9 +77,11 @@ func (w *windowLog) wrap(s *harness.Service) {
 		if err == nil { // recorded once verified: a witness of the verification's effects
 			w.mu.Lock()
 			if w.seen == nil {
-				w.seen = map[string]int{}
+				w.seen, w.empty = map[string]int{}, map[string]bool{}
 			}
-			w.seen[fmt.Sprintf("%s %s [%d,%d)", cp.Origin, cp.Type, cp.From, cp.To)]++
+			window := fmt.Sprintf("%s %s [%d,%d)", cp.Origin, cp.Type, cp.From, cp.To)
+			w.seen[window]++
+			w.empty[window] = cp.From == cp.To
 			w.mu.Unlock()
 		}
 		return err
@@ -122,9 +125,12 @@ func TestCheckpoint_ReplicasAndRestartsRaiseNothingFalse(t *testing.T) {
 		before := log.count()
 		waitFor(t, "billing verified more checkpoints", services, func() bool { return log.count() >= before+len(eventTypes) })
 	}
+	// A window with events is handed out once (the watermark's compare-and-swap); an empty one
+	// ([w,w): a quiet round's liveness message) legitimately repeats in every quiet round, and on
+	// a loaded machine several rounds pass between two appends.
 	log.mu.Lock()
 	for window, n := range log.seen {
-		if n != 1 {
+		if n != 1 && !log.empty[window] {
 			t.Errorf("checkpoint %s verified %d times: two replicas published it", window, n)
 		}
 	}
@@ -240,7 +246,9 @@ func TestCheckpoint_ManyTenantsGetOneMessageEachOnTheirOwnSubject(t *testing.T) 
 	if n != tenants {
 		t.Fatalf("the round went out as %d message(s); want one per tenant's subject, %d", n, tenants)
 	}
-	waitFor(t, "billing verified every tenant's lane", services, func() bool {
+	// 2000 verifications, one transaction each, through -race: on two busy cores the honest
+	// duration approaches the default failsafe, so this wait gets a longer one.
+	waitWithin(t, 3*time.Minute, "billing verified every tenant's lane", services, func() bool {
 		var lanes, atFloor int
 		_ = billing.Pool.QueryRow(ctx, "select count(*), count(*) filter (where floor = 1 and suspected = '{}') from streamseal.lanes where origin = 'orders'").Scan(&lanes, &atFloor)
 		return lanes == tenants && atFloor == tenants

@@ -118,6 +118,10 @@ func start(ctx context.Context, newDB NewDatabase, logger *slog.Logger, topo *na
 	return h, nil
 }
 
+// Security is how service connects to this harness's server (an operator's command connects as
+// the service's own user on a secured harness).
+func (h *Harness) Security(service string) wire.Security { return h.security(service) }
+
 // security is how service connects: as its own user on a secured harness, openly otherwise.
 func (h *Harness) security(service string) wire.Security {
 	var sec wire.Security
