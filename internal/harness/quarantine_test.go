@@ -30,6 +30,21 @@ func setEventsMaxMsgSize(t *testing.T, js jetstream.JetStream, size int32) {
 	}
 }
 
+// inboxConsumersExist reports whether every service's inbox durables (one per subscribed type,
+// any origin, every tenant: eventTypes) are on the events stream.
+func inboxConsumersExist(t *testing.T, js jetstream.JetStream, services ...string) bool {
+	t.Helper()
+	ctx := context.Background()
+	for _, service := range services {
+		for _, eventType := range eventTypes {
+			if _, err := js.Consumer(ctx, wire.EventsStream, wire.InboxDurable(service, wire.LiveFilter("*", "*", eventType))); err != nil {
+				return false
+			}
+		}
+	}
+	return true
+}
+
 // Invariant 13 (no wedge): an own event the broker refuses (above the events stream's max
 // message size) is quarantined with the reason, the relay goes on, and the next 1000 ordinary
 // events reach every consumer; the quarantine is named (list, metric, readiness). Re-queued
@@ -43,6 +58,11 @@ func TestQuarantine_PoisonedEventDoesNotWedgeTheRelayAndIsDeliveredOnceRequeued(
 	billing := start(t, h, "billing", harness.Options{Consumes: eventTypes}, nil)
 	shipping := start(t, h, "shipping", harness.Options{Consumes: eventTypes}, nil)
 	services := []*harness.Service{orders, billing, shipping}
+	// The consumers exist before the stream changes: nats-server's stream update races its own
+	// consumer creation on that stream (a data race inside the server, seen with -race).
+	waitFor(t, "billing's and shipping's inbox consumers exist", services, func() bool {
+		return inboxConsumersExist(t, orders.JS, "billing", "shipping")
+	})
 	setEventsMaxMsgSize(t, orders.JS, 4096)
 
 	poison := uuid.New()
