@@ -193,25 +193,32 @@ func loadBoth(ctx context.Context, name string, origin, consumer *pgxpool.Pool, 
 				return fmt.Errorf("load %d..%d: %w", from, to, err)
 			}
 		}
-		// The folds the disabled triggers skipped: rebuilt from the stores (the sweep's own path).
-		if _, err := pool.Exec(ctx, "select count(*) from streamseal.verify_stream_digests(true)"); err != nil {
-			return err
-		}
-		if _, err := pool.Exec(ctx, "vacuum analyze streamseal.events"); err != nil {
-			return err
-		}
-		for {
-			var closed int
-			if err := pool.QueryRow(ctx, "select count(*) from streamseal.close_epochs(1000, 100000, interval '1 hour', interval '1 hour')").Scan(&closed); err != nil {
-				return err
-			}
-			if closed == 0 {
-				break
-			}
-		}
-		if _, err := pool.Exec(ctx, "vacuum analyze streamseal.sealed_prefix, streamseal.digest_epochs, streamseal.stream_digests"); err != nil {
+		if err := finishBulkLoad(ctx, pool); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// finishBulkLoad brings a store loaded with its triggers disabled to what the product would
+// have made of it: the folds the triggers skipped rebuilt from the store (the sweep's own path),
+// statistics taken, and every closable epoch closed.
+func finishBulkLoad(ctx context.Context, pool *pgxpool.Pool) error {
+	if _, err := pool.Exec(ctx, "select count(*) from streamseal.verify_stream_digests(true)"); err != nil {
+		return err
+	}
+	if _, err := pool.Exec(ctx, "vacuum analyze streamseal.events"); err != nil {
+		return err
+	}
+	for {
+		var closed int
+		if err := pool.QueryRow(ctx, "select count(*) from streamseal.close_epochs(1000, 100000, interval '1 hour', interval '1 hour')").Scan(&closed); err != nil {
+			return err
+		}
+		if closed == 0 {
+			break
+		}
+	}
+	_, err := pool.Exec(ctx, "vacuum analyze streamseal.sealed_prefix, streamseal.digest_epochs, streamseal.stream_digests")
+	return err
 }

@@ -157,22 +157,7 @@ func loadTenants(ctx context.Context, origin, consumer *pgxpool.Pool, from, to, 
 				return fmt.Errorf("load pairs %d..%d: %w", from, to, err)
 			}
 		}
-		if _, err := pool.Exec(ctx, "select count(*) from streamseal.verify_stream_digests(true)"); err != nil {
-			return err
-		}
-		if _, err := pool.Exec(ctx, "vacuum analyze streamseal.events"); err != nil {
-			return err
-		}
-		for {
-			var closed int
-			if err := pool.QueryRow(ctx, "select count(*) from streamseal.close_epochs(1000, 100000, interval '1 hour', interval '1 hour')").Scan(&closed); err != nil {
-				return err
-			}
-			if closed == 0 {
-				break
-			}
-		}
-		if _, err := pool.Exec(ctx, "vacuum analyze streamseal.sealed_prefix, streamseal.digest_epochs, streamseal.stream_digests"); err != nil {
+		if err := finishBulkLoad(ctx, pool); err != nil {
 			return err
 		}
 	}
