@@ -248,11 +248,7 @@ func (in *Inbox) filters(ctx context.Context) ([]string, error) {
 		if covered {
 			continue
 		}
-		if sub.AllTenants {
-			out = append(out, wire.LiveFilter(sub.Origin, "*", sub.EventType))
-		} else {
-			out = append(out, wire.LiveTenantFilter(sub.Origin, sub.Tenant, sub.EventType))
-		}
+		out = append(out, wire.InboxFilter(sub.Origin, sub.Tenant, sub.AllTenants, sub.EventType))
 	}
 	return out, nil
 }

@@ -156,10 +156,10 @@ func (s Service) InboxFilters() []string {
 	for _, c := range s.Consumes {
 		for _, typ := range c.Types {
 			if c.AllTenants {
-				add(wire.LiveFilter(c.Origin, "*", typ))
+				add(wire.InboxFilter(c.Origin, "", true, typ))
 			}
 			for _, tenant := range c.Tenants {
-				add(wire.LiveTenantFilter(c.Origin, tenant, typ))
+				add(wire.InboxFilter(c.Origin, tenant, false, typ))
 			}
 		}
 	}

@@ -68,6 +68,16 @@ func LiveTenantFilter(origin, tenant, eventType string) string {
 	return eventsPrefix + origin + "." + TenantToken(tenant) + "." + TypeToken(eventType)
 }
 
+// InboxFilter is the one filter a subscription to eventType from origin consumes: every tenant's
+// (allTenants) or exactly tenant's. The inbox creates its durables from it and the generated
+// permissions pin the same, so the two cannot disagree.
+func InboxFilter(origin, tenant string, allTenants bool, eventType string) string {
+	if allTenants {
+		return LiveFilter(origin, "*", eventType)
+	}
+	return LiveTenantFilter(origin, tenant, eventType)
+}
+
 // SubjectNamesEvent reports whether subject is the subject an event of (origin, tenant, type) rides.
 func SubjectNamesEvent(subject, origin, tenant, eventType string) bool {
 	return subject == LiveSubject(origin, tenant, eventType)
