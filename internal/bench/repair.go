@@ -50,6 +50,7 @@ type RepairResult struct {
 // databases, against one without, in SecurityPairs alternating pairs (off, on), so load that
 // drifts during the run weighs on both sides; the ratio is the median of the pairs' ratios.
 func Repair(ctx context.Context, newDB harness.NewDatabase, opts RepairOptions, out io.Writer) (RepairResult, error) {
+	load := watchLoad(out)
 	r, err := repairRun(ctx, newDB, opts, out, false, true)
 	if err != nil {
 		return r, err
@@ -77,8 +78,8 @@ func Repair(ctx context.Context, newDB harness.NewDatabase, opts RepairOptions, 
 	r.SecuredEventsPerSecond, r.SecurityRatio = medianOf(secured), medianOf(ratios)
 	fmt.Fprintf(out, "security: redelivery with NATS authorization (generated permissions) and TLS with client certificates: %.0f events/s, %.3f of off, median of %d pairs (target >= 0.9)\n",
 		r.SecuredEventsPerSecond, r.SecurityRatio, SecurityPairs)
-	fmt.Fprintf(out, "RESULT repair events_per_s=%.0f wire_ratio=%.3f relay_p50_ms=%.2f relay_p99_ms=%.2f secured_events_per_s=%.0f security_ratio=%.3f\n",
-		r.EventsPerSecond, r.WireRatio, ms64(r.RelayP50), ms64(r.RelayP99), r.SecuredEventsPerSecond, r.SecurityRatio)
+	fmt.Fprintf(out, "RESULT repair events_per_s=%.0f wire_ratio=%.3f relay_p50_ms=%.2f relay_p99_ms=%.2f secured_events_per_s=%.0f security_ratio=%.3f busy=%d\n",
+		r.EventsPerSecond, r.WireRatio, ms64(r.RelayP50), ms64(r.RelayP99), r.SecuredEventsPerSecond, r.SecurityRatio, load.End())
 	return r, nil
 }
 

@@ -1,7 +1,8 @@
 // Package bench holds `streamseal bench` scenarios. Each runs streamseal and a baseline side by
 // side in one process against one database, alternating rounds so machine noise falls on both,
-// and prints ratios: never a bare time as a verdict. The last line is
-// `RESULT <name> key=value ...` with plain decimals.
+// and prints ratios: never a bare time as a verdict. Each prints the machine's load average at
+// its start and end (LoadWatch). The last line is `RESULT <name> key=value ... busy=0|1` with
+// plain decimals; busy=1 marks figures taken while other work loaded the machine.
 package bench
 
 import (
@@ -61,6 +62,7 @@ type WriteResult struct {
 // Write runs the write benchmark on pool (a migrated database whose service is named) and prints
 // a table to out.
 func Write(ctx context.Context, pool *pgxpool.Pool, opts WriteOptions, out io.Writer) (WriteResult, error) {
+	load := watchLoad(out)
 	if _, err := pool.Exec(ctx, `
 		create schema if not exists streamseal_bench;
 		drop table if exists `+baselineTable+`;
@@ -108,8 +110,8 @@ func Write(ctx context.Context, pool *pgxpool.Pool, opts WriteOptions, out io.Wr
 	}
 	fmt.Fprintf(out, "median ratio, baseline/streamseal throughput, until every event is stamped: (a) txn %.3f (target >= 0.90)  (b) bulk %.3f (target >= 0.70)\n", r.TxnRatio, r.BulkRatio)
 	fmt.Fprintf(out, "median ratio, until the clients' appends return (stamper running alongside): (a) txn %.3f  (b) bulk %.3f\n", r.TxnAppendRatio, r.BulkAppendRatio)
-	fmt.Fprintf(out, "RESULT write txn_ratio=%.3f bulk_ratio=%.3f txn_append_ratio=%.3f bulk_append_ratio=%.3f\n",
-		r.TxnRatio, r.BulkRatio, r.TxnAppendRatio, r.BulkAppendRatio)
+	fmt.Fprintf(out, "RESULT write txn_ratio=%.3f bulk_ratio=%.3f txn_append_ratio=%.3f bulk_append_ratio=%.3f busy=%d\n",
+		r.TxnRatio, r.BulkRatio, r.TxnAppendRatio, r.BulkAppendRatio, load.End())
 	return r, nil
 }
 
