@@ -39,9 +39,21 @@ var (
 	FullWrite  = WriteOptions{Rounds: 5, TxnsPerClient: 1500, Clients: 2, BulkStatements: 30, BulkSize: 1000, PayloadBytes: 200, StreamsPerActor: 200}
 )
 
-// baselineTable has the events table's shape, indexes and constraints, and none of streamseal's
-// write-path work: no validation function, no triggers, no stamping.
-const baselineTable = "streamseal_bench.events"
+// BaselineTable has the events table's shape, indexes and constraints, and none of streamseal's
+// write-path work: no validation function, no triggers, no stamping. bench write inserts into it
+// as its baseline; the raw pipeline (bench repair's baseline) copies rows into it.
+const BaselineTable = "streamseal_bench.events"
+
+// createBaselineTable creates BaselineTable anew, empty.
+func createBaselineTable(ctx context.Context, pool *pgxpool.Pool) error {
+	if _, err := pool.Exec(ctx, `
+		create schema if not exists streamseal_bench;
+		drop table if exists `+BaselineTable+`;
+		create table `+BaselineTable+` (like streamseal.events including all)`); err != nil {
+		return fmt.Errorf("create baseline table: %w", err)
+	}
+	return nil
+}
 
 const baselineInsert = `
 	insert into streamseal_bench.events (event_id, origin, tenant, stream_id, stream_version, event_type, flags, payload, metadata, occurred_at)
@@ -63,11 +75,8 @@ type WriteResult struct {
 // a table to out.
 func Write(ctx context.Context, pool *pgxpool.Pool, opts WriteOptions, out io.Writer) (WriteResult, error) {
 	load := watchLoad(out)
-	if _, err := pool.Exec(ctx, `
-		create schema if not exists streamseal_bench;
-		drop table if exists `+baselineTable+`;
-		create table `+baselineTable+` (like streamseal.events including all)`); err != nil {
-		return WriteResult{}, fmt.Errorf("create baseline table: %w", err)
+	if err := createBaselineTable(ctx, pool); err != nil {
+		return WriteResult{}, err
 	}
 	fmt.Fprintf(out, "write benchmark: %d rounds; (a) %d clients x %d txns of 1-10 events; (b) %d statements of %d events; payload %d bytes\n",
 		opts.Rounds, opts.Clients, opts.TxnsPerClient, opts.BulkStatements, opts.BulkSize, opts.PayloadBytes)
