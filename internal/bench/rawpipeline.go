@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"slices"
 	"strconv"
 	"time"
 
@@ -271,4 +273,112 @@ func ensureRawStream(ctx context.Context, js jetstream.JetStream) error {
 		return fmt.Errorf("raw pipeline: create stream %s: %w", RawStream, err)
 	}
 	return nil
+}
+
+// rawRelayInsert commits one tick's events into the origin's plain table and returns them.
+const rawRelayInsert = `
+	insert into ` + BaselineTable + ` (event_id, origin, tenant, stream_id, stream_version, event_type, flags, payload)
+	select id::uuid, $2, 'acme', 'lag-' || id, 1, 'bench.a', 0, '{"lag":true}'::bytea from unnest($1::text[]) id
+	returning event_id, origin, origin_seq, type_seq, tenant, stream_id, stream_version, event_type, flags,
+	          payload, metadata::text, occurred_at`
+
+// committedRows are one append's rows and when its commit returned.
+type committedRows struct {
+	rows []rawRow
+	at   time.Time
+}
+
+// Relay is the relay-lag phase's baseline: it appends at opts.RelayRate for opts.RelayFor (the
+// same steady ticks as streamseal's phase) into the origin's plain table, and a publisher hands
+// each append's rows, as soon as its commit returns, to JetStream as plain messages (one a row)
+// and waits for their acks. It returns, per event, the time from its commit returning to the ack
+// of its append's last message, sorted.
+func (p *RawPipeline) Relay(ctx context.Context, out io.Writer, lane string, opts RepairOptions) ([]time.Duration, error) {
+	if err := createBaselineTable(ctx, p.Origin); err != nil {
+		return nil, err
+	}
+	if err := ensureRawStream(ctx, p.OriginJS); err != nil {
+		return nil, err
+	}
+	subject := rawSubjectPrefix + "relay." + uuid.NewString()
+	committed := make(chan committedRows, int(opts.RelayFor/appendTick)+2) // never blocks the appender
+	published := make(chan error, 1)
+	var lags []time.Duration
+	go func() { published <- p.publishCommitted(ctx, subject, committed, &lags) }()
+	_, err := steadyAppend(ctx, out, "raw relay", opts, func(ctx context.Context, ids []string) error {
+		rows, err := p.Origin.Query(ctx, rawRelayInsert, ids, lane)
+		if err != nil {
+			return fmt.Errorf("raw relay: append: %w", err)
+		}
+		var batch []rawRow
+		for rows.Next() {
+			var row rawRow
+			var metadata *string
+			if err := rows.Scan(&row.EventID, &row.Origin, &row.OriginSeq, &row.TypeSeq, &row.Tenant, &row.StreamID,
+				&row.StreamVersion, &row.EventType, &row.Flags, &row.Payload, &metadata, &row.OccurredAt); err != nil {
+				rows.Close()
+				return fmt.Errorf("raw relay: append: %w", err)
+			}
+			batch = append(batch, row)
+		}
+		if err := rows.Err(); err != nil {
+			return fmt.Errorf("raw relay: append: %w", err)
+		}
+		committed <- committedRows{rows: batch, at: time.Now()}
+		return nil
+	})
+	close(committed)
+	if perr := <-published; err == nil {
+		err = perr
+	}
+	if err != nil {
+		return nil, err
+	}
+	slices.Sort(lags)
+	return lags, nil
+}
+
+// publishCommitted publishes each append's rows, one message a row, and records their lags once
+// the last is acknowledged; it drains committed to its close.
+func (p *RawPipeline) publishCommitted(ctx context.Context, subject string, committed <-chan committedRows, lags *[]time.Duration) error {
+	var failed error
+	for c := range committed {
+		if failed != nil {
+			continue
+		}
+		futures := make([]jetstream.PubAckFuture, 0, len(c.rows))
+		for _, row := range c.rows {
+			data, err := json.Marshal(row)
+			if err != nil {
+				failed = err
+				break
+			}
+			f, err := p.OriginJS.PublishAsync(subject, data)
+			if err != nil {
+				failed = fmt.Errorf("raw relay: publish: %w", err)
+				break
+			}
+			futures = append(futures, f)
+		}
+		for _, f := range futures {
+			if failed != nil {
+				break
+			}
+			select {
+			case <-f.Ok():
+			case err := <-f.Err():
+				failed = fmt.Errorf("raw relay: publish: %w", err)
+			case <-ctx.Done():
+				failed = ctx.Err()
+			}
+		}
+		if failed != nil {
+			continue
+		}
+		acked := time.Now()
+		for range c.rows {
+			*lags = append(*lags, acked.Sub(c.at))
+		}
+	}
+	return failed
 }
