@@ -1,11 +1,16 @@
 package bench_test
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"slices"
 	"testing"
+	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/streamseal/streamseal/controlplane/stamper"
 	"github.com/streamseal/streamseal/internal/bench"
@@ -94,4 +99,72 @@ func TestRawPipeline_CopyMovesExactlyTheWindowsRows(t *testing.T) {
 	if got, want := rowsAsText(t, consumer, bench.BaselineTable, 0, 1<<62), rowsAsText(t, origin, "streamseal.events", 1, 11); r.Rows != 10 || !slices.Equal(got, want) {
 		t.Errorf("second copy: %d rows reported; the table holds\n%q\nwant\n%q", r.Rows, got, want)
 	}
+}
+
+// Issue 20: the raw relay relay_p99_ratio divides by publishes every row it commits, once, as a
+// plain message (the same rows: event ids match the origin's plain table), and measures one lag
+// for each.
+func TestRawPipeline_RelayPublishesEveryCommittedRowOnce(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), testrun.Failsafe)
+	defer cancel()
+	origin := dbtest.NewPool(t, "orders")
+	server := natstest.Start(t)
+	_, js := server.Connect(t, "bench")
+	p := bench.RawPipeline{Origin: origin, OriginJS: js}
+	var out bytes.Buffer
+	lags, err := p.Relay(ctx, &out, "orders", bench.RepairOptions{RelayRate: 1000, RelayFor: 200 * time.Millisecond})
+	t.Log(out.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var committed []string
+	if err := pgxscan(ctx, origin, "select event_id::text from "+bench.BaselineTable+" order by 1", &committed); err != nil {
+		t.Fatal(err)
+	}
+	if len(committed) == 0 || len(committed)%10 != 0 {
+		t.Fatalf("the raw relay committed %d rows, want whole appends of 10", len(committed))
+	}
+	if len(lags) != len(committed) || !slices.IsSorted(lags) {
+		t.Errorf("%d lags (sorted: %v) for %d rows committed", len(lags), slices.IsSorted(lags), len(committed))
+	}
+	cons, err := js.OrderedConsumer(ctx, bench.RawStream, jetstream.OrderedConsumerConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var published []string
+	for len(published) < len(committed)+1 {
+		batch, err := cons.Fetch(len(committed)+1, jetstream.FetchMaxWait(time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for msg := range batch.Messages() {
+			var row struct {
+				ID string `json:"id"`
+			}
+			if err := json.Unmarshal(msg.Data(), &row); err != nil {
+				t.Fatal(err)
+			}
+			published = append(published, row.ID)
+			n++
+		}
+		if n == 0 { // nothing more within the fetch's wait: the stream holds what it holds
+			break
+		}
+	}
+	slices.Sort(published)
+	if !slices.Equal(published, committed) {
+		t.Errorf("published %d messages, event ids\n%v\nwant one for each committed row\n%v", len(published), published, committed)
+	}
+}
+
+// pgxscan collects a one-column query's rows into dst.
+func pgxscan(ctx context.Context, pool *pgxpool.Pool, sql string, dst *[]string) error {
+	rows, err := pool.Query(ctx, sql)
+	if err != nil {
+		return err
+	}
+	*dst, err = pgx.CollectRows(rows, pgx.RowTo[string])
+	return err
 }
