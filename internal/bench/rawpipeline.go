@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -75,6 +76,18 @@ const rawSelect = `
 	select event_id, origin, origin_seq, type_seq, tenant, stream_id, stream_version, event_type, flags,
 	       payload, metadata::text, occurred_at
 	from streamseal.events where origin = $1 and origin_seq >= $2 and origin_seq < $3 order by origin_seq`
+
+// scanRawRow reads one row of rawSelect's (or rawRelayInsert's) columns.
+func scanRawRow(rows pgx.Rows) (rawRow, error) {
+	var row rawRow
+	var metadata *string
+	err := rows.Scan(&row.EventID, &row.Origin, &row.OriginSeq, &row.TypeSeq, &row.Tenant, &row.StreamID,
+		&row.StreamVersion, &row.EventType, &row.Flags, &row.Payload, &metadata, &row.OccurredAt)
+	if metadata != nil {
+		row.Metadata = json.RawMessage(*metadata)
+	}
+	return row, err
+}
 
 // rawInsert is the consumer's plain insert of one batch.
 const rawInsert = `
@@ -165,14 +178,9 @@ func (p *RawPipeline) publish(ctx context.Context, subject, lane string, from, t
 		return nil
 	}
 	for rows.Next() {
-		var row rawRow
-		var metadata *string
-		if err := rows.Scan(&row.EventID, &row.Origin, &row.OriginSeq, &row.TypeSeq, &row.Tenant, &row.StreamID,
-			&row.StreamVersion, &row.EventType, &row.Flags, &row.Payload, &metadata, &row.OccurredAt); err != nil {
+		row, err := scanRawRow(rows)
+		if err != nil {
 			return 0, fmt.Errorf("raw pipeline: read at the origin: %w", err)
-		}
-		if metadata != nil {
-			row.Metadata = json.RawMessage(*metadata)
 		}
 		batch = append(batch, row)
 		batchBytes += len(row.Payload)*4/3 + len(row.Metadata) + 200
@@ -312,10 +320,8 @@ func (p *RawPipeline) Relay(ctx context.Context, out io.Writer, lane string, opt
 		}
 		var batch []rawRow
 		for rows.Next() {
-			var row rawRow
-			var metadata *string
-			if err := rows.Scan(&row.EventID, &row.Origin, &row.OriginSeq, &row.TypeSeq, &row.Tenant, &row.StreamID,
-				&row.StreamVersion, &row.EventType, &row.Flags, &row.Payload, &metadata, &row.OccurredAt); err != nil {
+			row, err := scanRawRow(rows)
+			if err != nil {
 				rows.Close()
 				return fmt.Errorf("raw relay: append: %w", err)
 			}
