@@ -31,7 +31,7 @@ var benchmarks = []struct {
 			return err
 		})
 	}},
-	{"repair", "end-to-end redelivery throughput, wire bytes against payload bytes, relay lag", func(ctx context.Context, server *scratchdb.Server, quick bool, out io.Writer) error {
+	{"repair", "end-to-end redelivery against a raw pipeline of the same rows, wire bytes against payload bytes, relay lag against a raw relay", func(ctx context.Context, server *scratchdb.Server, quick bool, out io.Writer) error {
 		_, err := bench.Repair(ctx, benchDatabases(server), pick(quick, bench.QuickRepair, bench.FullRepair), out)
 		return err
 	}},

@@ -37,6 +37,7 @@ var (
 // finds Missing events over Streams streams, and the naive alternative (ship every event id of
 // the lane and diff) in the same run; then the damaged sweep (AuditScatter) on a store of its own.
 func Audit(ctx context.Context, newDB harness.NewDatabase, opts AuditOptions, out io.Writer) error {
+	load := watchLoad(out)
 	figures, err := auditGrowth(ctx, newDB, opts, out)
 	if err != nil {
 		return err
@@ -45,7 +46,7 @@ func Audit(ctx context.Context, newDB harness.NewDatabase, opts AuditOptions, ou
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(out, "RESULT audit %s %s\n", figures, scatterFigures(scatter))
+	fmt.Fprintf(out, "RESULT audit %s %s busy=%d\n", figures, scatterFigures(scatter), load.End())
 	return nil
 }
 

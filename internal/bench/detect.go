@@ -38,6 +38,7 @@ var (
 // named gap (worst and typical, i.e. median), how many repair requests a run with no loss
 // records (it must be 0), and how the origin's checkpoint cost changes as the store grows.
 func Detect(ctx context.Context, newDB harness.NewDatabase, opts DetectOptions, out io.Writer) error {
+	load := watchLoad(out)
 	d, err := detectionLatency(ctx, newDB, opts, out)
 	if err != nil {
 		return err
@@ -46,8 +47,8 @@ func Detect(ctx context.Context, newDB harness.NewDatabase, opts DetectOptions, 
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(out, "RESULT detect worst_intervals=%.2f typical_intervals=%.2f healthy_requests=%d checkpoint_flatness=%.3f\n",
-		d.worst, d.typical, d.healthyRequests, flatness)
+	fmt.Fprintf(out, "RESULT detect worst_intervals=%.2f typical_intervals=%.2f healthy_requests=%d checkpoint_flatness=%.3f busy=%d\n",
+		d.worst, d.typical, d.healthyRequests, flatness, load.End())
 	return nil
 }
 

@@ -37,6 +37,7 @@ type EpochsResult struct {
 // Epochs measures a whole-lane type_digests answered from sealed epochs against a full recompute
 // of the same lane, at two store sizes, and the cost of an idle close_epochs at both.
 func Epochs(ctx context.Context, pool *pgxpool.Pool, opts EpochsOptions, out io.Writer) (EpochsResult, error) {
+	load := watchLoad(out)
 	fmt.Fprintf(out, "epochs benchmark: one received lane, 100 event types x 10 tenants, width 100000; sizes %d and %d events\n", opts.Small, opts.Large)
 	var r EpochsResult
 	type figures struct{ answer, recompute, idleClose time.Duration }
@@ -91,8 +92,8 @@ func Epochs(ctx context.Context, pool *pgxpool.Pool, opts EpochsOptions, out io.
 	r.IdleCloseRatio = ratio(measured[1].idleClose, measured[0].idleClose)
 	fmt.Fprintf(out, "speedup at %d: %.0fx (target >= 1000x at 10M); answer time %d vs %d events: %.2fx (flat = 1); idle close %d vs %d: %.2fx\n",
 		opts.Large, r.SpeedupLarge, opts.Large, opts.Small, r.Flatness, opts.Large, opts.Small, r.IdleCloseRatio)
-	fmt.Fprintf(out, "RESULT epochs speedup_small=%.1f speedup_large=%.1f flatness=%.3f idle_close_ratio=%.3f\n",
-		r.SpeedupSmall, r.SpeedupLarge, r.Flatness, r.IdleCloseRatio)
+	fmt.Fprintf(out, "RESULT epochs speedup_small=%.1f speedup_large=%.1f flatness=%.3f idle_close_ratio=%.3f busy=%d\n",
+		r.SpeedupSmall, r.SpeedupLarge, r.Flatness, r.IdleCloseRatio, load.End())
 	return r, nil
 }
 

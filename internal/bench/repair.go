@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/streamseal/streamseal/controlplane/natsauth"
 	"github.com/streamseal/streamseal/controlplane/redelivery"
@@ -34,9 +36,17 @@ var (
 
 // RepairResult carries the figures.
 type RepairResult struct {
-	EventsPerSecond    float64
-	WireRatio          float64 // control bytes received by the consumer / payload bytes re-delivered
-	RelayP50, RelayP99 time.Duration
+	EventsPerSecond float64
+	// RawEventsPerSecond is the raw pipeline's (RawPipeline.Copy) on the same rows, databases and
+	// NATS server; RepairRatio is EventsPerSecond over it (target >= 0.5), the median of the
+	// runs without security.
+	RawEventsPerSecond, RepairRatio float64
+	WireRatio                       float64 // control bytes received by the consumer / payload bytes re-delivered
+	RelayP50, RelayP99              time.Duration
+	// RawRelayP50 and RawRelayP99 are the raw relay's (RawPipeline.Relay) at the same offered
+	// rate; RelayP99Ratio is RelayP99 over RawRelayP99 (target <= 2).
+	RawRelayP50, RawRelayP99 time.Duration
+	RelayP99Ratio            float64
 	// SecuredEventsPerSecond is the same redelivery with security on: each service its own user
 	// with the generated permissions, over TLS with client certificates; SecurityRatio is it over
 	// EventsPerSecond (target >= 0.9).
@@ -44,16 +54,19 @@ type RepairResult struct {
 }
 
 // Repair measures end-to-end redelivery (origin Postgres -> JetStream -> consumer Postgres) of
-// events a consumer lacks, the bytes that crossed the wire against the payload bytes, and the
-// relay's lag under a steady append rate; then the cost of security: the same redelivery with
+// events a consumer lacks against the raw pipeline moving the same rows right after it, the
+// bytes that crossed the wire against the payload bytes, and the relay's lag under a steady
+// append rate against the raw relay's at the same rate; then the cost of security: the same redelivery with
 // NATS authorization (the generated permissions) and TLS with client certificates, on fresh
 // databases, against one without, in SecurityPairs alternating pairs (off, on), so load that
 // drifts during the run weighs on both sides; the ratio is the median of the pairs' ratios.
 func Repair(ctx context.Context, newDB harness.NewDatabase, opts RepairOptions, out io.Writer) (RepairResult, error) {
+	load := watchLoad(out)
 	r, err := repairRun(ctx, newDB, opts, out, false, true)
 	if err != nil {
 		return r, err
 	}
+	repairRatios := []float64{r.RepairRatio}
 	var ratios []float64
 	var secured []float64
 	for i := range SecurityPairs {
@@ -65,6 +78,7 @@ func Repair(ctx context.Context, newDB harness.NewDatabase, opts RepairOptions, 
 			if off, err = repairRun(ctx, run, opts, out, false, false); err != nil {
 				return r, fmt.Errorf("security pair %d, off: %w", i+1, err)
 			}
+			repairRatios = append(repairRatios, off.RepairRatio)
 		}
 		on, err := repairRun(ctx, func(ctx context.Context, service string) (string, error) { return run(ctx, service+"-secured") }, opts, out, true, false)
 		if err != nil {
@@ -75,10 +89,14 @@ func Repair(ctx context.Context, newDB harness.NewDatabase, opts RepairOptions, 
 		fmt.Fprintf(out, "security pair %d: off %.0f events/s, on %.0f events/s: ratio %.3f\n", i+1, off.EventsPerSecond, on.EventsPerSecond, ratios[i])
 	}
 	r.SecuredEventsPerSecond, r.SecurityRatio = medianOf(secured), medianOf(ratios)
+	r.RepairRatio = medianOf(repairRatios)
+	fmt.Fprintf(out, "repair_ratio: streamseal's redelivery over the raw pipeline on the same rows: %.3f, median of %d runs (target >= 0.5); relay_p99_ratio %.3f (target <= 2)\n",
+		r.RepairRatio, len(repairRatios), r.RelayP99Ratio)
 	fmt.Fprintf(out, "security: redelivery with NATS authorization (generated permissions) and TLS with client certificates: %.0f events/s, %.3f of off, median of %d pairs (target >= 0.9)\n",
 		r.SecuredEventsPerSecond, r.SecurityRatio, SecurityPairs)
-	fmt.Fprintf(out, "RESULT repair events_per_s=%.0f wire_ratio=%.3f relay_p50_ms=%.2f relay_p99_ms=%.2f secured_events_per_s=%.0f security_ratio=%.3f\n",
-		r.EventsPerSecond, r.WireRatio, ms64(r.RelayP50), ms64(r.RelayP99), r.SecuredEventsPerSecond, r.SecurityRatio)
+	fmt.Fprintf(out, "RESULT repair events_per_s=%.0f repair_ratio=%.3f wire_ratio=%.3f relay_p99_ms=%.2f relay_p99_ratio=%.3f busy=%d raw_events_per_s=%.0f raw_relay_p99_ms=%.2f relay_p50_ms=%.2f secured_events_per_s=%.0f security_ratio=%.3f\n",
+		r.EventsPerSecond, r.RepairRatio, r.WireRatio, ms64(r.RelayP99), r.RelayP99Ratio, load.End(), r.RawEventsPerSecond, ms64(r.RawRelayP99),
+		ms64(r.RelayP50), r.SecuredEventsPerSecond, r.SecurityRatio)
 	return r, nil
 }
 
@@ -94,8 +112,9 @@ func medianOf(xs []float64) float64 {
 // repairTopology is the repair benchmark's bus for the secured run: orders serves, billing asks.
 var repairTopology = natsauth.Topology{Services: []natsauth.Service{{Name: "orders"}, {Name: "billing"}}}
 
-// repairRun is one measurement: the redelivery, and with measureRelay the wire ratio and the
-// relay lag too (printed; the security pairs' runs print one line each).
+// repairRun is one measurement: the redelivery, without security the raw pipeline's copies of
+// the same rows right before and after it, and with measureRelay the wire ratio and the relay lags too (printed; the
+// security pairs' runs print one line each).
 func repairRun(ctx context.Context, newDB harness.NewDatabase, opts RepairOptions, out io.Writer, secured, measureRelay bool) (RepairResult, error) {
 	var r RepairResult
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -159,6 +178,25 @@ func repairRun(ctx context.Context, newDB harness.NewDatabase, opts RepairOption
 	}
 
 	from, to := int64(1), int64(opts.Missing+1)
+	// Without security, the raw pipeline copies the same rows right before streamseal's
+	// redelivery and right after it, so a warming cache or load that drifts weighs on both sides.
+	var raw *RawPipeline
+	var rawCopies []RawCopyResult
+	rawCopy := func() error {
+		copied, err := raw.Copy(ctx, "orders", from, to)
+		rawCopies = append(rawCopies, copied)
+		return err
+	}
+	if !secured {
+		var closeRaw func()
+		if raw, closeRaw, err = rawPipelineOn(h, orders, billing); err != nil {
+			return r, err
+		}
+		defer closeRaw()
+		if err := rawCopy(); err != nil {
+			return r, err
+		}
+	}
 	start := time.Now()
 	// Recorded like every request billing sends: only a request it sent is answered into its store.
 	if _, err := redelivery.Request(ctx, billing.Pool, billing.JS, "billing", "orders", wire.RedeliveryRequest{
@@ -176,21 +214,116 @@ func repairRun(ctx context.Context, newDB harness.NewDatabase, opts RepairOption
 	sum := <-summaries
 	r.EventsPerSecond = float64(opts.Missing) / took.Seconds()
 	r.WireRatio = float64(wireBytes.Load()) / float64(payloadBytes)
+	if measureRelay {
+		fmt.Fprintf(out, "redelivery: %d events in %d bundles converged in %s: %.0f events/s\n",
+			sum.Shipped, sum.Bundles, took.Round(time.Millisecond), r.EventsPerSecond)
+	}
+	if !secured {
+		if err := rawCopy(); err != nil {
+			return r, err
+		}
+		before, after := rawCopies[0], rawCopies[1]
+		r.RawEventsPerSecond = float64(before.Rows+after.Rows) / (before.Took + after.Took).Seconds()
+		r.RepairRatio = r.EventsPerSecond / r.RawEventsPerSecond
+		fmt.Fprintf(out, "raw pipeline (select, publish in batches to JetStream, plain insert) on the same rows, before and after: %d events in %d batches in %s and %s: %.0f events/s; ratio %.3f\n",
+			after.Rows, after.Batches, before.Took.Round(time.Millisecond), after.Took.Round(time.Millisecond), r.RawEventsPerSecond, r.RepairRatio)
+	}
 	if !measureRelay {
 		return r, nil
 	}
-	fmt.Fprintf(out, "redelivery: %d events in %d bundles converged in %s: %.0f events/s (target >= 20000)\n",
-		sum.Shipped, sum.Bundles, took.Round(time.Millisecond), r.EventsPerSecond)
 	fmt.Fprintf(out, "wire: %d control bytes for %d payload bytes: ratio %.3f (target <= 2)\n", wireBytes.Load(), payloadBytes, r.WireRatio)
 
 	lags, err := relayLags(ctx, out, orders, opts, &relayMu, &published)
 	if err != nil {
 		return r, err
 	}
-	r.RelayP50, r.RelayP99 = lags[len(lags)/2], lags[len(lags)*99/100]
+	r.RelayP50, r.RelayP99 = quantiles(lags)
 	fmt.Fprintf(out, "relay lag (append commit -> JetStream ack) at %d events/s: p50 %s, p99 %s over %d events\n",
 		opts.RelayRate, r.RelayP50.Round(100*time.Microsecond), r.RelayP99.Round(100*time.Microsecond), len(lags))
+	rawLags, err := raw.Relay(ctx, out, "orders", opts)
+	if err != nil {
+		return r, err
+	}
+	r.RawRelayP50, r.RawRelayP99 = quantiles(rawLags)
+	r.RelayP99Ratio = float64(r.RelayP99) / float64(r.RawRelayP99)
+	fmt.Fprintf(out, "raw relay lag (commit -> plain publish of the same rows -> JetStream ack) at %d events/s: p50 %s, p99 %s over %d events; relay_p99_ratio %.3f\n",
+		opts.RelayRate, r.RawRelayP50.Round(100*time.Microsecond), r.RawRelayP99.Round(100*time.Microsecond), len(rawLags), r.RelayP99Ratio)
 	return r, nil
+}
+
+// quantiles are the p50 and p99 of sorted lags (not empty).
+func quantiles(lags []time.Duration) (p50, p99 time.Duration) {
+	return lags[len(lags)/2], lags[len(lags)*99/100]
+}
+
+// rawPipelineOn is the raw pipeline between two services' databases, over two connections of
+// its own to the harness's NATS server (open: the raw pipeline runs without security); close
+// closes them.
+func rawPipelineOn(h *harness.Harness, origin, consumer *harness.Service) (*RawPipeline, func(), error) {
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	p := &RawPipeline{Origin: origin.Pool, Consumer: consumer.Pool}
+	var conns []*nats.Conn
+	closeAll := func() {
+		for _, nc := range conns {
+			nc.Close()
+		}
+	}
+	for _, js := range []*jetstream.JetStream{&p.OriginJS, &p.ConsumerJS} {
+		nc, err := wire.Connect(h.NATS.URL(), "bench-raw", wire.Security{}, quiet)
+		if err != nil {
+			closeAll()
+			return nil, nil, fmt.Errorf("raw pipeline: connect: %w", err)
+		}
+		conns = append(conns, nc)
+		if *js, err = jetstream.New(nc); err != nil {
+			closeAll()
+			return nil, nil, err
+		}
+	}
+	return p, closeAll, nil
+}
+
+// appendTick is the steady append's period: RelayRate/100 events every 10 ms.
+const appendTick = 10 * time.Millisecond
+
+// appendedBatch is one tick's append: when its commit returned, and how many events it held.
+type appendedBatch struct {
+	at time.Time
+	n  int
+}
+
+// steadyAppend calls appendBatch with RelayRate/100 fresh event ids every appendTick for
+// RelayFor, prints what it achieved, and returns the appends in commit order (at least one).
+// streamseal's relay-lag phase and the raw relay's offer the same rate through it.
+func steadyAppend(ctx context.Context, out io.Writer, phase string, opts RepairOptions, appendBatch func(ctx context.Context, ids []string) error) ([]appendedBatch, error) {
+	perTick := max(1, opts.RelayRate/100)
+	var batches []appendedBatch
+	ticker := time.NewTicker(appendTick)
+	defer ticker.Stop()
+	deadline := time.Now().Add(opts.RelayFor)
+	var ids []string
+	var appendTime time.Duration
+	for len(batches) == 0 || time.Now().Before(deadline) {
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-ticker.C:
+		}
+		began := time.Now()
+		ids = ids[:0]
+		for range perTick {
+			ids = append(ids, uuid.NewString())
+		}
+		if err := appendBatch(ctx, ids); err != nil {
+			return nil, err
+		}
+		appendTime += time.Since(began)
+		batches = append(batches, appendedBatch{at: time.Now(), n: perTick})
+	}
+	achieved := float64(len(batches)*perTick) / opts.RelayFor.Seconds()
+	fmt.Fprintf(out, "%s lag phase: %d appends of %d events, %.0f events/s achieved, mean append %s\n",
+		phase, len(batches), perTick, achieved, (appendTime / time.Duration(len(batches))).Round(10*time.Microsecond))
+	return batches, nil
 }
 
 type publishMark struct {
@@ -201,37 +334,17 @@ type publishMark struct {
 // relayLags appends at a steady rate (10 ms ticks) and returns, per event, the time from its
 // append committing to the relay's acknowledged publish of it, sorted.
 func relayLags(ctx context.Context, out io.Writer, orders *harness.Service, opts RepairOptions, mu *sync.Mutex, published *[]publishMark) ([]time.Duration, error) {
-	perTick := max(1, opts.RelayRate/100)
-	type appended struct {
-		seqFrom int64
-		at      time.Time
-		n       int
-	}
-	var batches []appended
-	ticker := time.NewTicker(10 * time.Millisecond)
-	defer ticker.Stop()
-	deadline := time.Now().Add(opts.RelayFor)
-	var ids []string
-	var appendTime time.Duration
-	for time.Now().Before(deadline) {
-		<-ticker.C
-		began := time.Now()
-		ids = ids[:0]
-		for range perTick {
-			ids = append(ids, uuid.NewString())
-		}
-		if _, err := orders.Pool.Exec(ctx, `
+	batches, err := steadyAppend(ctx, out, "relay", opts, func(ctx context.Context, ids []string) error {
+		_, err := orders.Pool.Exec(ctx, `
 			select streamseal.append(array(
 				select row(id::uuid, 'acme', 'lag-' || id, 1, 'bench.a', 0, '{"lag":true}'::bytea, null, null)::streamseal.new_event
-				from unnest($1::text[]) id))`, ids); err != nil {
-			return nil, err
-		}
-		appendTime += time.Since(began)
-		batches = append(batches, appended{at: time.Now(), n: perTick})
+				from unnest($1::text[]) id))`, ids)
+		return err
+	})
+	if err != nil {
+		return nil, err
 	}
-	achieved := float64(len(batches)*perTick) / opts.RelayFor.Seconds()
-	fmt.Fprintf(out, "relay lag phase: %d appends of %d events, %.0f events/s achieved, mean append %s\n",
-		len(batches), perTick, achieved, (appendTime / time.Duration(max(1, len(batches)))).Round(10*time.Microsecond))
+	perTick := batches[0].n
 	total := len(batches) * perTick
 	base := int64(opts.Missing)
 	if err := waitUntil(ctx, func() (bool, error) {

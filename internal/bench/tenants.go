@@ -38,6 +38,7 @@ var (
 // tenant that sorts last. RESULT: audit_bytes_flatness (healthy bytes at the largest size / at
 // the smallest, target <= 1.5), seal_advanced (1 when every size sealed), damaged_bytes.
 func Tenants(ctx context.Context, newDB harness.NewDatabase, opts TenantsOptions, out io.Writer) error {
+	load := watchLoad(out)
 	h, err := harness.New(ctx, newDB, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err != nil {
 		return err
@@ -128,8 +129,8 @@ func Tenants(ctx context.Context, newDB harness.NewDatabase, opts TenantsOptions
 	fmt.Fprintf(out, "one event lost in tenant %s (sorts last of %d): audit %d bytes, %s, divergent buckets found %d\n",
 		last, loaded, damagedBytes, damagedTook.Round(time.Millisecond), found)
 	flatness := float64(healthy[len(healthy)-1]) / float64(healthy[0])
-	fmt.Fprintf(out, "RESULT tenants audit_bytes_flatness=%.3f seal_advanced=%d healthy_bytes_small=%d healthy_bytes_large=%d damaged_bytes=%d damaged_found=%d\n",
-		flatness, sealed, healthy[0], healthy[len(healthy)-1], damagedBytes, found)
+	fmt.Fprintf(out, "RESULT tenants audit_bytes_flatness=%.3f seal_advanced=%d healthy_bytes_small=%d healthy_bytes_large=%d damaged_bytes=%d damaged_found=%d busy=%d\n",
+		flatness, sealed, healthy[0], healthy[len(healthy)-1], damagedBytes, found, load.End())
 	return nil
 }
 

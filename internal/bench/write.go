@@ -1,7 +1,8 @@
 // Package bench holds `streamseal bench` scenarios. Each runs streamseal and a baseline side by
 // side in one process against one database, alternating rounds so machine noise falls on both,
-// and prints ratios: never a bare time as a verdict. The last line is
-// `RESULT <name> key=value ...` with plain decimals.
+// and prints ratios: never a bare time as a verdict. Each prints the machine's load average at
+// its start and end (LoadWatch). The last line is `RESULT <name> key=value ... busy=0|1` with
+// plain decimals; busy=1 marks figures taken while other work loaded the machine.
 package bench
 
 import (
@@ -38,9 +39,21 @@ var (
 	FullWrite  = WriteOptions{Rounds: 5, TxnsPerClient: 1500, Clients: 2, BulkStatements: 30, BulkSize: 1000, PayloadBytes: 200, StreamsPerActor: 200}
 )
 
-// baselineTable has the events table's shape, indexes and constraints, and none of streamseal's
-// write-path work: no validation function, no triggers, no stamping.
-const baselineTable = "streamseal_bench.events"
+// BaselineTable has the events table's shape, indexes and constraints, and none of streamseal's
+// write-path work: no validation function, no triggers, no stamping. bench write inserts into it
+// as its baseline; the raw pipeline (bench repair's baseline) copies rows into it.
+const BaselineTable = "streamseal_bench.events"
+
+// createBaselineTable creates BaselineTable anew, empty.
+func createBaselineTable(ctx context.Context, pool *pgxpool.Pool) error {
+	if _, err := pool.Exec(ctx, `
+		create schema if not exists streamseal_bench;
+		drop table if exists `+BaselineTable+`;
+		create table `+BaselineTable+` (like streamseal.events including all)`); err != nil {
+		return fmt.Errorf("create baseline table: %w", err)
+	}
+	return nil
+}
 
 const baselineInsert = `
 	insert into streamseal_bench.events (event_id, origin, tenant, stream_id, stream_version, event_type, flags, payload, metadata, occurred_at)
@@ -61,11 +74,9 @@ type WriteResult struct {
 // Write runs the write benchmark on pool (a migrated database whose service is named) and prints
 // a table to out.
 func Write(ctx context.Context, pool *pgxpool.Pool, opts WriteOptions, out io.Writer) (WriteResult, error) {
-	if _, err := pool.Exec(ctx, `
-		create schema if not exists streamseal_bench;
-		drop table if exists `+baselineTable+`;
-		create table `+baselineTable+` (like streamseal.events including all)`); err != nil {
-		return WriteResult{}, fmt.Errorf("create baseline table: %w", err)
+	load := watchLoad(out)
+	if err := createBaselineTable(ctx, pool); err != nil {
+		return WriteResult{}, err
 	}
 	fmt.Fprintf(out, "write benchmark: %d rounds; (a) %d clients x %d txns of 1-10 events; (b) %d statements of %d events; payload %d bytes\n",
 		opts.Rounds, opts.Clients, opts.TxnsPerClient, opts.BulkStatements, opts.BulkSize, opts.PayloadBytes)
@@ -108,8 +119,8 @@ func Write(ctx context.Context, pool *pgxpool.Pool, opts WriteOptions, out io.Wr
 	}
 	fmt.Fprintf(out, "median ratio, baseline/streamseal throughput, until every event is stamped: (a) txn %.3f (target >= 0.90)  (b) bulk %.3f (target >= 0.70)\n", r.TxnRatio, r.BulkRatio)
 	fmt.Fprintf(out, "median ratio, until the clients' appends return (stamper running alongside): (a) txn %.3f  (b) bulk %.3f\n", r.TxnAppendRatio, r.BulkAppendRatio)
-	fmt.Fprintf(out, "RESULT write txn_ratio=%.3f bulk_ratio=%.3f txn_append_ratio=%.3f bulk_append_ratio=%.3f\n",
-		r.TxnRatio, r.BulkRatio, r.TxnAppendRatio, r.BulkAppendRatio)
+	fmt.Fprintf(out, "RESULT write txn_ratio=%.3f bulk_ratio=%.3f txn_append_ratio=%.3f bulk_append_ratio=%.3f busy=%d\n",
+		r.TxnRatio, r.BulkRatio, r.TxnAppendRatio, r.BulkAppendRatio, load.End())
 	return r, nil
 }
 
