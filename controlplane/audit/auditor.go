@@ -129,10 +129,6 @@ type Auditor struct {
 	seam     *wire.Seam // the control endpoint's, where refused answers are counted
 	declined atomic.Int64
 	running  sync.Mutex // one audit (one comparison) at a time per auditor
-	// rangeAfter is, per origin, the tenant key at which the next drill into tenant ranges starts
-	// (where the last stopped at its budget; 0 when it finished). In memory: a restart starts at
-	// key 0 again.
-	rangeAfter map[string]int64
 }
 
 // ErrAuditRunning is returned when an audit is asked for while this auditor runs one.

@@ -43,16 +43,17 @@ type keyRange struct {
 // either side, which it asks listed. One damaged tenant among N costs O(parts × log_parts N)
 // digests on the wire, wherever it sorts. Ranges are taken in key order, at most
 // Limits.MaxRangeAsks requests an audit; what the budget leaves is reported (complete false) and
-// the next audit of the origin starts at the first range left (in memory: a restart starts from
-// key 0 again, which only delays, since the ranges before it heal or keep being reported).
+// the next audit of the origin starts at the first range left, then comes around from key 0
+// (streamseal.audit_range_cursors: durable, so a restart does not start over).
 func (a *Auditor) drillRanges(ctx context.Context, origin string, from, to, generation int64, scope store.FoldScope) (map[string][]string, bool, error) {
 	types := make([]string, 0, len(scope))
 	for _, t := range scope {
 		types = append(types, t.EventType)
 	}
-	a.mu.Lock()
-	resume := a.rangeAfter[origin]
-	a.mu.Unlock()
+	resume, err := store.AuditRangeCursor(ctx, a.Pool, origin)
+	if err != nil {
+		return nil, false, err
+	}
 	// A stack taken from its end: the range at the resume key first, then around from key 0.
 	stack := []keyRange{{lo: store.TenantKeyStart, hi: store.TenantKeyEnd, types: types}}
 	if resume > store.TenantKeyStart && resume < store.TenantKeyEnd {
@@ -85,12 +86,9 @@ func (a *Auditor) drillRanges(ctx context.Context, origin string, from, to, gene
 			"ranges_left", len(stack), "resume_key", next)
 		a.Metrics.PagesCapped(origin)
 	}
-	a.mu.Lock()
-	if a.rangeAfter == nil {
-		a.rangeAfter = map[string]int64{}
+	if err := store.AuditRangeCursorSet(ctx, a.Pool, origin, next); err != nil {
+		return nil, false, err
 	}
-	a.rangeAfter[origin] = next
-	a.mu.Unlock()
 	for t := range found {
 		slices.Sort(found[t])
 		found[t] = slices.Compact(found[t])

@@ -8,10 +8,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/streamseal/streamseal/controlplane/audit"
 	"github.com/streamseal/streamseal/controlplane/config"
+	"github.com/streamseal/streamseal/controlplane/store"
 	"github.com/streamseal/streamseal/controlplane/wire"
 	"github.com/streamseal/streamseal/internal/harness"
 )
@@ -144,4 +146,84 @@ func bulkLoadTenants(t *testing.T, origin, consumer *pgxpool.Pool, tenants int, 
 			t.Fatal(err)
 		}
 	}
+}
+
+// Invariant 14 across restarts: a drill into tenant ranges that stops at its per-audit budget
+// resumes, in the next audit, at the first range it left, even after the consumer restarted. The
+// tenant first in key order holds damage no repair heals (the origin revoked its grant: a local
+// extra, reported every audit, never deleted); the tenant last in key order lost an event. With
+// two range requests an audit, the first audit splits the key space and lists the first
+// tenant's range; the consumer restarts; the next audit starts at the last tenant's range and
+// finds its loss, instead of listing the first tenant's range again forever.
+func TestAudit_TenantRangeDrillResumesWhereItStoppedAcrossARestart(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	h := newHarness(t)
+	settings := auditSettings()
+	const ty = "resume.happened"
+	twoAsks := func(s *harness.Service) { s.Auditor.Limits.MaxRangeAsks = 2 }
+	orders := start(t, h, "orders", harness.Options{Settings: settings, Grants: map[string][]string{"billing": {ty}}}, nil)
+	billing := start(t, h, "billing", harness.Options{Settings: settings, Consumes: []string{ty}}, twoAsks)
+	var events []store.NewEvent
+	var tenants []string
+	for i := range 40 {
+		tenant := fmt.Sprintf("r%02d", i)
+		tenants = append(tenants, tenant)
+		events = append(events, store.NewEvent{EventID: uuid.New(), Tenant: tenant, StreamID: "s-" + tenant, StreamVersion: 1,
+			EventType: ty, Payload: []byte("{}")})
+	}
+	if _, err := store.EventsAppend(ctx, orders.Pool, events); err != nil {
+		t.Fatal(err)
+	}
+	// The first and the last tenant in key order, in different sixteenths of the key space.
+	var first, last string
+	if err := orders.Pool.QueryRow(ctx, `
+		select (array_agg(t order by streamseal.tenant_key(t)))[1], (array_agg(t order by streamseal.tenant_key(t) desc))[1]
+		from unnest($1::text[]) t`, tenants).Scan(&first, &last); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "billing stored all 40 and its lane floors passed them", []*harness.Service{orders, billing}, func() bool {
+		return countFrom(t, billing.Pool, "orders") == 40 && laneFloor(t, billing, "orders", first, ty) == 1 && laneFloor(t, billing, "orders", last, ty) == 1
+	})
+	var others []string
+	for _, tenant := range tenants {
+		if tenant != first {
+			others = append(others, tenant)
+		}
+	}
+	if _, err := orders.Pool.Exec(ctx, "select streamseal.revoke_redelivery_all_tenants('billing', array[$1])", ty); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := orders.Pool.Exec(ctx, "select streamseal.grant_redelivery('billing', array[$1], $2::text[])", ty, others); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := billing.Pool.Exec(ctx, "delete from streamseal.events where origin = 'orders' and tenant = $1", last); err != nil {
+		t.Fatal(err)
+	}
+
+	audit := func(s *harness.Service, what string) []string {
+		t.Helper()
+		findings, err := s.Auditor.RunOnce(ctx)
+		if err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		var out []string
+		for _, b := range findings[0].Divergent {
+			out = append(out, b.Tenant+":"+b.Reason)
+		}
+		return out
+	}
+	if got, want := fmt.Sprint(audit(billing, "first audit")), fmt.Sprintf("[%s:local_extra]", first); got != want {
+		t.Fatalf("the first audit found %s; want %s (its two range requests reach the first tenant only)", got, want)
+	}
+	billing.Stop()
+	restarted, err := h.StartOn(ctx, billing, harness.Options{Settings: settings, Consumes: []string{ty}}, twoAsks)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(restarted.Stop)
+	if got, want := fmt.Sprint(audit(restarted, "audit after the restart")), fmt.Sprintf("[%s:deficit]", last); got != want {
+		t.Fatalf("the audit after the restart found %s; want %s (it resumes at the range the first audit left)", got, want)
+	}
+	waitFor(t, "billing repaired "+last, []*harness.Service{orders, restarted}, func() bool { return countFrom(t, restarted.Pool, "orders") == 40 })
 }
