@@ -86,11 +86,11 @@ as $$
 $$;
 
 -- _type_digests_in_range is type_digests (answers.sql) of the tenants whose key lies in
--- [key_lo, key_hi): the same parts (sealed prefix, closed epochs wholly inside the window, live
+-- [key_lo, key_hi), of event_types only (null: every type): the same parts (sealed prefix, closed epochs wholly inside the window, live
 -- fringes), the sealed ones read by the tenant-key indexes, so its cost is the pairs of the range
 -- plus the open window, not the lane's pairs. Same watermark and quiet-window row.
 create function streamseal._type_digests_in_range(lane text, from_seq bigint, to_seq bigint, settle interval,
-                                                   key_lo bigint, key_hi bigint)
+                                                   key_lo bigint, key_hi bigint, event_types text[] default null)
 returns table (tenant text, event_type text, x0 bigint, x1 bigint, n bigint, watermark bigint)
 language plpgsql
 stable
@@ -128,12 +128,14 @@ begin
         where p.origin = _type_digests_in_range.lane and (select s.whole_prefix from sealed_span s)
           and streamseal.tenant_key(p.tenant) >= _type_digests_in_range.key_lo
           and streamseal.tenant_key(p.tenant) < _type_digests_in_range.key_hi
+          and (_type_digests_in_range.event_types is null or p.event_type = any (_type_digests_in_range.event_types))
         union all
         select d.tenant, d.event_type, d.x0, d.x1, d.n
         from streamseal.digest_epochs d cross join sealed_span s
         where d.origin = _type_digests_in_range.lane and (select not s2.whole_prefix from sealed_span s2)
           and streamseal.tenant_key(d.tenant) >= _type_digests_in_range.key_lo
           and streamseal.tenant_key(d.tenant) < _type_digests_in_range.key_hi
+          and (_type_digests_in_range.event_types is null or d.event_type = any (_type_digests_in_range.event_types))
           and d.epoch >= s.first_full and d.epoch < s.end_full
         union all
         select f.tenant, f.event_type, f.x0, f.x1, f.n
@@ -143,6 +145,7 @@ begin
                                                   coalesce(s.first_full * s.width, b.watermark)) f
         where streamseal.tenant_key(f.tenant) >= _type_digests_in_range.key_lo
           and streamseal.tenant_key(f.tenant) < _type_digests_in_range.key_hi
+          and (_type_digests_in_range.event_types is null or f.event_type = any (_type_digests_in_range.event_types))
         union all
         select f.tenant, f.event_type, f.x0, f.x1, f.n
         from bounds b
@@ -150,6 +153,7 @@ begin
         cross join lateral streamseal._epoch_fold(_type_digests_in_range.lane, s.end_full * s.width, b.watermark) f
         where streamseal.tenant_key(f.tenant) >= _type_digests_in_range.key_lo
           and streamseal.tenant_key(f.tenant) < _type_digests_in_range.key_hi
+          and (_type_digests_in_range.event_types is null or f.event_type = any (_type_digests_in_range.event_types))
     ), folded as (
         select c.tenant, c.event_type, pg_catalog.bit_xor(c.x0) as x0, pg_catalog.bit_xor(c.x1) as x1,
                pg_catalog.sum(c.n)::bigint as n
@@ -182,7 +186,8 @@ as $$
     with answer as materialized (
         select d.tenant, d.event_type, d.x0, d.x1, d.n, d.watermark
         from streamseal._type_digests_in_range(_answer_range_pairs.lane, _answer_range_pairs.from_seq, _answer_range_pairs.to_seq,
-                                               _answer_range_pairs.settle, _answer_range_pairs.key_lo, _answer_range_pairs.key_hi) d
+                                               _answer_range_pairs.settle, _answer_range_pairs.key_lo, _answer_range_pairs.key_hi,
+                                               _answer_range_pairs.scope_types) d
     ), scope as materialized (
         select s.event_type, s.tenant
         from rows from (pg_catalog.unnest(_answer_range_pairs.scope_types), pg_catalog.unnest(_answer_range_pairs.scope_tenants))
@@ -310,7 +315,8 @@ as $$
     with served as materialized (
         select d.tenant, d.event_type, d.x0, d.x1, d.n, d.watermark
         from streamseal._type_digests_in_range(_local_range_pairs.origin, _local_range_pairs.from_seq, _local_range_pairs.to_seq,
-                                               interval '0', _local_range_pairs.key_lo, _local_range_pairs.key_hi) d
+                                               interval '0', _local_range_pairs.key_lo, _local_range_pairs.key_hi,
+                                               _local_range_pairs.scope_types) d
     ), parts as (
         select s.tenant, s.event_type, s.x0, s.x1, s.n from served s where s.event_type is not null
         union all
@@ -319,6 +325,7 @@ as $$
         cross join lateral streamseal._epoch_fold(_local_range_pairs.origin, w.watermark, _local_range_pairs.to_seq) f
         where streamseal.tenant_key(f.tenant) >= _local_range_pairs.key_lo
           and streamseal.tenant_key(f.tenant) < _local_range_pairs.key_hi
+          and f.event_type = any (_local_range_pairs.scope_types)
     ), scope as materialized (
         select s.event_type, s.tenant
         from rows from (pg_catalog.unnest(_local_range_pairs.scope_types), pg_catalog.unnest(_local_range_pairs.scope_tenants))

@@ -6,13 +6,15 @@
 -- asks for the folds of K sub-ranges of a range [lo, hi) of tenant keys and recurses only into
 -- those that differ (sql/functions/range_folds.sql). A tenant's key is the 62-bit hash below,
 -- spelled here exactly as streamseal.tenant_key() spells it (an index never references a
--- function the code package replaces), so a range fold reads the sealed rows of its range by
--- index instead of every pair of the lane.
+-- function the code package replaces), so a range fold reads the sealed rows of its types and
+-- range by index instead of every pair of the lane.
+-- By type first: a drill-down step folds only the mismatched types, so the first step of a drill
+-- into one type of five reads that type's pairs, not the lane's.
 create index sealed_prefix_by_tenant_key
-    on streamseal.sealed_prefix (origin, (pg_catalog.hashtextextended(tenant, 0) & 4611686018427387903));
+    on streamseal.sealed_prefix (origin, event_type, (pg_catalog.hashtextextended(tenant, 0) & 4611686018427387903));
 
 create index digest_epochs_by_tenant_key
-    on streamseal.digest_epochs (origin, (pg_catalog.hashtextextended(tenant, 0) & 4611686018427387903), epoch);
+    on streamseal.digest_epochs (origin, event_type, (pg_catalog.hashtextextended(tenant, 0) & 4611686018427387903), epoch);
 
 -- audit_range_cursors: on a consumer, per origin, the tenant key at which the next audit's drill
 -- into tenant ranges starts. A drill stops at its per-audit request budget; started again at key
