@@ -71,6 +71,7 @@ func (s *ManifestServer) answer(ctx context.Context, env wire.Envelope, _ []byte
 		limit = req.MaxDigests
 	}
 	var digests []wire.ManifestDigest
+	var ranges []wire.RangeFold
 	var err error
 	var watermark int64
 	var resume string
@@ -81,6 +82,10 @@ func (s *ManifestServer) answer(ctx context.Context, env wire.Envelope, _ []byte
 		digests, watermark, err = s.foldLevel(ctx, env.From, req)
 	case wire.LevelTenants:
 		digests, watermark, resume, err = s.tenantLevel(ctx, env.From, req, limit)
+	case wire.LevelRanges:
+		ranges, watermark, err = s.rangeLevel(ctx, env.From, req)
+	case wire.LevelRangeTenants:
+		digests, watermark, err = s.rangeTenantsLevel(ctx, env.From, req)
 	default:
 		digests, watermark, resume, err = s.streamLevel(ctx, env.From, req, limit)
 	}
@@ -103,11 +108,12 @@ func (s *ManifestServer) answer(ctx context.Context, env wire.Envelope, _ []byte
 	if err != nil {
 		return err
 	}
-	chunks := max(1, (len(digests)+limit-1)/limit)
+	chunks := max(1, (len(digests)+limit-1)/limit, (len(ranges)+limit-1)/limit)
 	for i := range chunks {
 		part := digests[min(i*limit, len(digests)):min((i+1)*limit, len(digests))]
 		a := wire.ManifestAnswer{RequestID: req.RequestID, Origin: s.Service, Level: req.Level, From: req.From,
-			Watermark: watermark, Generation: generation, Chunk: i + 1, Chunks: chunks, Digests: part}
+			Watermark: watermark, Generation: generation, Chunk: i + 1, Chunks: chunks, Digests: part,
+			Ranges: ranges[min(i*limit, len(ranges)):min((i+1)*limit, len(ranges))]}
 		if i == chunks-1 {
 			a.ResumeAfter = resume
 		}
@@ -184,7 +190,7 @@ func (s *ManifestServer) streamLevel(ctx context.Context, requester string, req 
 // knownLevel says whether a manifest request's level is one this server answers.
 func knownLevel(level string) bool {
 	switch level {
-	case wire.LevelTypes, wire.LevelFolds, wire.LevelTenants, wire.LevelStreams:
+	case wire.LevelTypes, wire.LevelFolds, wire.LevelTenants, wire.LevelStreams, wire.LevelRanges, wire.LevelRangeTenants:
 		return true
 	}
 	return false
@@ -228,4 +234,33 @@ func (s *ManifestServer) tenantLevel(ctx context.Context, requester string, req 
 		out = append(out, wire.ManifestDigest{Tenant: d.Tenant, Type: d.EventType, X0: d.X0, X1: d.X1, N: d.N})
 	}
 	return out, page.Watermark, page.ResumeAfter, nil
+}
+
+// rangeLevel answers one drill-down step (answer_range_folds): the request's key range split into
+// its parts, one fold per (sub-range, type of the scope) over the tenants requester is granted.
+// A bad range or split is refused by SQL (ErrInvalidInput: permanent, never retried).
+func (s *ManifestServer) rangeLevel(ctx context.Context, requester string, req wire.ManifestRequest) ([]wire.RangeFold, int64, error) {
+	answer, err := store.AnswerRangeFolds(ctx, s.Pool, requester, s.Service, req.From, req.To, foldScope(req.Scope), req.KeyLo, req.KeyHi, req.Parts)
+	if err != nil {
+		return nil, 0, err
+	}
+	out := make([]wire.RangeFold, 0, len(answer.Folds))
+	for _, f := range answer.Folds {
+		out = append(out, wire.RangeFold{Part: f.Part, Type: f.EventType, X0: f.X0, X1: f.X1, N: f.N, Pairs: f.Pairs})
+	}
+	return out, answer.Watermark, nil
+}
+
+// rangeTenantsLevel lists the (tenant, type) digests of the request's key range
+// (answer_range_tenant_digests), chunked like any digest answer.
+func (s *ManifestServer) rangeTenantsLevel(ctx context.Context, requester string, req wire.ManifestRequest) ([]wire.ManifestDigest, int64, error) {
+	answer, err := store.AnswerRangeTenantDigests(ctx, s.Pool, requester, s.Service, req.From, req.To, foldScope(req.Scope), req.KeyLo, req.KeyHi)
+	if err != nil {
+		return nil, 0, err
+	}
+	var out []wire.ManifestDigest
+	for _, d := range answer.Digests {
+		out = append(out, wire.ManifestDigest{Tenant: d.Tenant, Type: d.EventType, X0: d.X0, X1: d.X1, N: d.N})
+	}
+	return out, answer.Watermark, nil
 }

@@ -204,6 +204,31 @@ func TestManifestServer(t *testing.T) {
 		}
 	})
 
+	// Invariants 11 and 13: a range-fold request over a bad tenant key range (lo > hi, outside the
+	// key space) or an oversized split is refused with nothing sent back; a good one folds only
+	// the types the requester is granted, each fold naming a part of the split it asked.
+	t.Run("RefusesBadTenantRangesAndFoldsOnlyGrantedTypes", func(t *testing.T) {
+		t.Parallel()
+		s, b := setup(t)
+		appendStamped(t, b.pool, ownEvent("acme", "s1", 1, eventTypes[0]), ownEvent("zeta", "s2", 1, eventTypes[2]))
+		start(t, s, b)
+		scope := []wire.TypeScope{{Type: eventTypes[0], All: true}, {Type: eventTypes[2], All: true}}
+		send(t, b.billing, "billing", wire.ManifestRequest{Level: wire.LevelRanges, From: 0, To: 1 << 62, Scope: scope, KeyLo: 10, KeyHi: 5, Parts: 4})
+		send(t, b.billing, "billing", wire.ManifestRequest{Level: wire.LevelRanges, From: 0, To: 1 << 62, Scope: scope, KeyHi: store.TenantKeyEnd, Parts: 65})
+		send(t, b.billing, "billing", wire.ManifestRequest{Level: wire.LevelRangeTenants, From: 0, To: 1 << 62, Scope: scope, KeyLo: -1, KeyHi: 5})
+		testrun.WaitFor(t, "the three requests handled", func() bool { return b.control.Finished() == 3 })
+		if answered, chunks := s.Counts(); answered != 0 || chunks != 0 {
+			t.Fatalf("answered %d bad range requests in %d chunks, want none", answered, chunks)
+		}
+		chunks := ask(t, b, wire.ManifestRequest{Level: wire.LevelRanges, From: 0, To: 1 << 62, Scope: scope, KeyHi: store.TenantKeyEnd, Parts: 16})
+		if len(chunks) != 1 || len(chunks[0].Ranges) != 1 {
+			t.Fatalf("the good range request got %+v; want one chunk of one fold", chunks)
+		}
+		if f := chunks[0].Ranges[0]; f.Type != eventTypes[0] || f.N != 1 || f.Pairs != 1 || f.Part < 0 || f.Part >= 16 {
+			t.Fatalf("range fold %+v; want the granted type's one pair, in a part of the 16 asked", f)
+		}
+	})
+
 	// Invariant 13: a request that does not decode or names an impossible window is refused at
 	// once, with nothing sent back, and the next good request is answered.
 	t.Run("RefusesAMalformedRequestAndAnswersNothing", func(t *testing.T) {

@@ -3,9 +3,8 @@
 // event type over the tenants of its subscription scope for the window above its seal, applies
 // the origin's announced closes and history changes to its copies, calls the seal generation
 // guard with the answer's generation, compares (SQL: compare_type_folds), drills mismatched types
-// by tenant pages (compare_tenant_digests) and then the mismatched tenants by stream-level pages
-// (compare_stream_digests), hands every
-// divergent bucket to the durable repair ledger (ledger_observe: cooldown, backoff, budget), sends
+// by bisecting their tenant key space (compare_range_folds) and then the mismatched tenants by
+// stream-level pages (compare_stream_digests), hands every divergent bucket to the durable repair ledger (ledger_observe: cooldown, backoff, budget), sends
 // capped deficit repairs batched per (tenant, type), alarms on identity mismatches and local extras
 // (never a request, never a deletion), and advances the seal when the window matched whole,
 // however many chunks carried it.
@@ -41,6 +40,9 @@ type Limits struct {
 	AnswerTimeout     time.Duration // how long to wait for the next chunk of an origin's answer (default 30s)
 	MaxHistoryAsks    int           // type-level asks per origin catching up on history changes (default 10)
 	MaxAnswerChunks   int           // chunks one answer may have: what a waiting request holds (default 2000)
+	RangeParts        int           // sub-ranges a tenant range is split into per drill-down step (default 16)
+	RangeListPairs    int           // a differing tenant range folding at most this many pairs is listed (default 64)
+	MaxRangeAsks      int           // range-fold and listing requests per origin per audit (default 64)
 }
 
 // Defaults of Limits, used where a field is left zero.
@@ -59,6 +61,13 @@ const (
 	// 100 MB): an answer declaring more fails its request at once, naming the bound, instead of
 	// being held (invariant 9) or dropped piecemeal (invariant 14).
 	MaxAnswerChunksDefault = 2000
+	// RangePartsDefault, RangeListPairsDefault and MaxRangeAsksDefault shape the drill into a
+	// mismatched type's tenants (drillRanges): 16 sub-ranges a step reach one tenant of 100 000
+	// in 3 steps and a listing of about 25 pairs, about 2 KB on the wire; 64 requests an audit
+	// follow about 15 damaged tenants to their listing (invariant 9), the rest the next audit.
+	RangePartsDefault     = 16
+	RangeListPairsDefault = 64
+	MaxRangeAsksDefault   = 64
 )
 
 func (l Limits) withDefaults() Limits {
@@ -82,6 +91,15 @@ func (l Limits) withDefaults() Limits {
 	}
 	if l.MaxAnswerChunks <= 0 {
 		l.MaxAnswerChunks = MaxAnswerChunksDefault
+	}
+	if l.RangeParts < 2 || l.RangeParts > store.RangeFoldMaxParts {
+		l.RangeParts = RangePartsDefault
+	}
+	if l.RangeListPairs <= 0 {
+		l.RangeListPairs = RangeListPairsDefault
+	}
+	if l.MaxRangeAsks <= 0 {
+		l.MaxRangeAsks = MaxRangeAsksDefault
 	}
 	return l
 }
@@ -111,9 +129,6 @@ type Auditor struct {
 	seam     *wire.Seam // the control endpoint's, where refused answers are counted
 	declined atomic.Int64
 	running  sync.Mutex // one audit (one comparison) at a time per auditor
-	// tenantAfter is, per origin, the tenant after which the next tenant-page walk resumes (in
-	// memory: a restart walks from the first tenant again).
-	tenantAfter map[string]string
 }
 
 // ErrAuditRunning is returned when an audit is asked for while this auditor runs one.
@@ -281,9 +296,9 @@ func (a *Auditor) auditOrigin(ctx context.Context, o store.KnownOrigin, full boo
 		return f, err
 	}
 	drilled := drillOrder(mismatched, cursors, a.Limits.MaxDrillDownTypes)
-	// type -> tenant: the tenant pages of the drilled types name the tenants that differ; only
-	// those are walked by stream pages (tenant -> stream).
-	byType, _, err := a.drillTenants(ctx, origin, f.From, f.To, generation, scope.Only(drilled))
+	// type -> tenant: bisecting the tenant key space of the drilled types names the tenants that
+	// differ; only those are walked by stream pages (tenant -> stream).
+	byType, _, err := a.drillRanges(ctx, origin, f.From, f.To, generation, scope.Only(drilled))
 	if errors.Is(err, errGenerationMoved) {
 		f.Skipped = "the origin's generation changed during the drill-down: this round skipped, the next applies its changes"
 		a.Logger.Warn("audit: origin generation changed during the drill-down; round skipped", "origin", origin, "generation", generation)

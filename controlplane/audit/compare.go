@@ -28,55 +28,141 @@ func (a *Auditor) compareFolds(ctx context.Context, origin string, from, to int6
 	return mismatched, err
 }
 
-// drillTenants walks tenant pages of the scope (the mismatched types) and returns, per type, the
-// tenants whose (tenant, type) folds differ, in tenant order, and whether the walk covered every
-// tenant. It starts after the tenant where the last walk of this origin stopped and goes around
-// from the first tenant (within the page budget), so a tenant sorting late is reached in turn.
-func (a *Auditor) drillTenants(ctx context.Context, origin string, from, to, generation int64, scope store.FoldScope) (map[string][]string, bool, error) {
-	a.mu.Lock()
-	start := a.tenantAfter[origin]
-	a.mu.Unlock()
+// keyRange is one range [lo, hi) of the tenant key space a drill-down still has to compare, for
+// the types whose folds differed over it; list means it holds few enough pairs to list.
+type keyRange struct {
+	lo, hi int64
+	types  []string
+	list   bool
+}
+
+// drillRanges finds, per type of scope (the mismatched types), the tenants whose (tenant, type)
+// folds differ, by bisecting the tenant key space (range_folds.sql): it asks the origin for the
+// folds of Limits.RangeParts sub-ranges of a range, compares them with this store's, and recurses
+// only into the sub-ranges that differ, until one holds at most Limits.RangeListPairs pairs on
+// either side, which it asks listed. One damaged tenant among N costs O(parts × log_parts N)
+// digests on the wire, wherever it sorts. Ranges are taken in key order, at most
+// Limits.MaxRangeAsks requests an audit; what the budget leaves is reported (complete false) and
+// the next audit of the origin starts at the first range left, then comes around from key 0
+// (streamseal.audit_range_cursors: durable, so a restart does not start over).
+func (a *Auditor) drillRanges(ctx context.Context, origin string, from, to, generation int64, scope store.FoldScope) (map[string][]string, bool, error) {
+	types := make([]string, 0, len(scope))
+	for _, t := range scope {
+		types = append(types, t.EventType)
+	}
+	resume, err := store.AuditRangeCursor(ctx, a.Pool, origin)
+	if err != nil {
+		return nil, false, err
+	}
+	// A stack taken from its end: the range at the resume key first, then around from key 0.
+	stack := []keyRange{{lo: store.TenantKeyStart, hi: store.TenantKeyEnd, types: types}}
+	if resume > store.TenantKeyStart && resume < store.TenantKeyEnd {
+		stack = []keyRange{{lo: store.TenantKeyStart, hi: resume, types: types}, {lo: resume, hi: store.TenantKeyEnd, types: types}}
+	}
 	found := map[string][]string{}
-	after, aroundFromStart, done := start, start == "", false
-	for pages := 0; !done && pages < a.Limits.MaxPages; pages++ {
-		answers, err := a.ask(ctx, origin, wire.ManifestRequest{Level: wire.LevelTenants, From: from, To: to,
-			Scope: wireScope(scope), AfterTenant: after, MaxDigests: a.Limits.MaxDigests})
+	asks := 0
+	for len(stack) > 0 && asks < a.Limits.MaxRangeAsks {
+		r := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		asks++
+		if r.list {
+			if err := a.listRange(ctx, origin, from, to, generation, r, scope.Only(r.types), found); err != nil {
+				return nil, false, err
+			}
+			continue
+		}
+		children, err := a.splitRange(ctx, origin, from, to, generation, r, scope.Only(r.types))
 		if err != nil {
 			return nil, false, err
 		}
-		var digests []store.TypeDigest
-		for _, ans := range answers {
-			if ans.Generation != generation {
-				return nil, false, errGenerationMoved
-			}
-			for _, d := range ans.Digests {
-				digests = append(digests, store.TypeDigest{Tenant: d.Tenant, EventType: d.Type, X0: d.X0, X1: d.X1, N: d.N})
-			}
-		}
-		resume := answers[len(answers)-1].ResumeAfter
-		diffs, err := store.TenantDigestsCompare(ctx, a.Pool, origin, from, to, digests, scope, after, resume)
-		if err != nil {
-			return nil, false, err
-		}
-		for _, d := range diffs {
-			found[d.EventType] = append(found[d.EventType], d.Tenant)
-		}
-		switch {
-		case resume == "" && aroundFromStart, aroundFromStart && start != "" && resume >= start:
-			done, after = true, ""
-		case resume == "":
-			aroundFromStart, after = true, ""
-		default:
-			after = resume
+		for i := len(children) - 1; i >= 0; i-- {
+			stack = append(stack, children[i])
 		}
 	}
-	a.mu.Lock()
-	if a.tenantAfter == nil {
-		a.tenantAfter = map[string]string{}
+	next := int64(0)
+	if len(stack) > 0 {
+		next = stack[len(stack)-1].lo
+		a.Logger.Warn("audit: tenant ranges capped; the next audit resumes where this one stopped", "origin", origin,
+			"ranges_left", len(stack), "resume_key", next)
+		a.Metrics.PagesCapped(origin)
 	}
-	a.tenantAfter[origin] = after
-	a.mu.Unlock()
-	return found, done, nil
+	if err := store.AuditRangeCursorSet(ctx, a.Pool, origin, next); err != nil {
+		return nil, false, err
+	}
+	for t := range found {
+		slices.Sort(found[t])
+		found[t] = slices.Compact(found[t])
+	}
+	return found, len(stack) == 0, nil
+}
+
+// splitRange asks the origin for the folds of r's sub-ranges, compares them with this store's,
+// and returns the sub-ranges that differ, in key order, each with the types that differ in it
+// and marked for listing when either side folds at most Limits.RangeListPairs pairs of it (or it
+// can no longer be split).
+func (a *Auditor) splitRange(ctx context.Context, origin string, from, to, generation int64, r keyRange, scope store.FoldScope) ([]keyRange, error) {
+	parts := a.Limits.RangeParts
+	answers, err := a.ask(ctx, origin, wire.ManifestRequest{Level: wire.LevelRanges, From: from, To: to, Scope: wireScope(scope),
+		KeyLo: r.lo, KeyHi: r.hi, Parts: parts, MaxDigests: a.Limits.MaxDigests})
+	if err != nil {
+		return nil, err
+	}
+	var folds []store.RangeFold
+	for _, ans := range answers {
+		if ans.Generation != generation {
+			return nil, errGenerationMoved
+		}
+		for _, f := range ans.Ranges {
+			folds = append(folds, store.RangeFold{Part: f.Part, EventType: f.Type, X0: f.X0, X1: f.X1, N: f.N, Pairs: f.Pairs})
+		}
+	}
+	started := time.Now()
+	diffs, err := store.RangeFoldsCompare(ctx, a.Pool, origin, from, to, r.lo, r.hi, parts, folds, scope)
+	if err != nil {
+		return nil, err
+	}
+	a.Metrics.ManifestCompared(wire.LevelRanges, time.Since(started))
+	var out []keyRange
+	for _, d := range diffs { // in (part, type) order
+		if len(out) == 0 || out[len(out)-1].lo != d.Lo {
+			out = append(out, keyRange{lo: d.Lo, hi: d.Hi, list: d.Hi-d.Lo < int64(parts)})
+		}
+		c := &out[len(out)-1]
+		c.types = append(c.types, d.EventType)
+		if max(d.LocalPairs, d.OriginPairs) <= int64(a.Limits.RangeListPairs) {
+			c.list = true
+		}
+	}
+	return out, nil
+}
+
+// listRange asks the origin to list r's (tenant, type) digests, compares them with this store's,
+// and adds the tenants that differ to found, by type.
+func (a *Auditor) listRange(ctx context.Context, origin string, from, to, generation int64, r keyRange, scope store.FoldScope, found map[string][]string) error {
+	answers, err := a.ask(ctx, origin, wire.ManifestRequest{Level: wire.LevelRangeTenants, From: from, To: to, Scope: wireScope(scope),
+		KeyLo: r.lo, KeyHi: r.hi, MaxDigests: a.Limits.MaxDigests})
+	if err != nil {
+		return err
+	}
+	var digests []store.TypeDigest
+	for _, ans := range answers {
+		if ans.Generation != generation {
+			return errGenerationMoved
+		}
+		for _, d := range ans.Digests {
+			digests = append(digests, store.TypeDigest{Tenant: d.Tenant, EventType: d.Type, X0: d.X0, X1: d.X1, N: d.N})
+		}
+	}
+	started := time.Now()
+	diffs, err := store.RangeTenantDigestsCompare(ctx, a.Pool, origin, from, to, r.lo, r.hi, digests, scope)
+	if err != nil {
+		return err
+	}
+	a.Metrics.ManifestCompared(wire.LevelRangeTenants, time.Since(started))
+	for _, d := range diffs {
+		found[d.EventType] = append(found[d.EventType], d.Tenant)
+	}
+	return nil
 }
 
 // wireScope is a fold scope as a request names it.

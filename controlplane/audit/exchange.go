@@ -112,6 +112,8 @@ func (p *pendingAnswer) take(ans wire.ManifestAnswer) (reason, detail string) {
 		return refuse(fmt.Errorf("chunk %d says the answer has %d chunks, an earlier one said %d", ans.Chunk, ans.Chunks, p.total))
 	case p.maxDigests > 0 && len(ans.Digests) > p.maxDigests:
 		return refuse(fmt.Errorf("chunk %d carries %d digests, more than the %d a chunk was asked to hold", ans.Chunk, len(ans.Digests), p.maxDigests))
+	case p.maxDigests > 0 && len(ans.Ranges) > p.maxDigests:
+		return refuse(fmt.Errorf("chunk %d carries %d range folds, more than the %d a chunk was asked to hold", ans.Chunk, len(ans.Ranges), p.maxDigests))
 	}
 	// Invariant 14: the chunks of one answer cover one window of one generation, or the window
 	// could certify over parts that were never one answer.

@@ -49,3 +49,25 @@ func AuditCursorSet(ctx context.Context, db Querier, origin string, eventTypes [
 	}
 	return nil
 }
+
+// AuditRangeCursor returns the tenant key at which the next drill into origin's tenant ranges
+// starts (streamseal.audit_range_cursors; 0 when none is recorded).
+func AuditRangeCursor(ctx context.Context, db Querier, origin string) (int64, error) {
+	var key int64
+	err := db.QueryRow(ctx, "select coalesce((select resume_key from streamseal.audit_range_cursors where origin = $1), 0)", origin).Scan(&key)
+	if err != nil {
+		return 0, classify("read audit range cursor of "+origin, err)
+	}
+	return key, nil
+}
+
+// AuditRangeCursorSet records the tenant key at which the next drill into origin's tenant ranges
+// starts (0: the last drill finished). A key outside [0, TenantKeyEnd) is ErrInvalidInput.
+func AuditRangeCursorSet(ctx context.Context, db Querier, origin string, key int64) error {
+	if _, err := db.Exec(ctx, `
+		insert into streamseal.audit_range_cursors (origin, resume_key) values ($1, $2)
+		on conflict (origin) do update set resume_key = excluded.resume_key, updated_at = now()`, origin, key); err != nil {
+		return classify("record audit range cursor of "+origin, err)
+	}
+	return nil
+}

@@ -26,6 +26,12 @@ const (
 	// LevelTenants drills a mismatched type: one digest per (tenant, type) of the Scope (the
 	// mismatched types), whole tenants after AfterTenant, paged like the stream level.
 	LevelTenants = "tenants"
+	// LevelRanges drills a mismatched type by bisecting the tenant key space: [KeyLo, KeyHi) split
+	// into Parts sub-ranges, one fold per (sub-range, type of the Scope) in the answer's Ranges.
+	LevelRanges = "ranges"
+	// LevelRangeTenants lists the (tenant, type) digests of the Scope whose tenant key lies in
+	// [KeyLo, KeyHi): the last step of a drill-down, asked for a range its folds found small.
+	LevelRangeTenants = "range_tenants"
 )
 
 // TypeScope is one event type of a fold request's scope: every tenant of it (All) or exactly
@@ -54,6 +60,11 @@ type ManifestRequest struct {
 	Scope []TypeScope `json:"scope,omitempty"`
 	// AfterTenant resumes a tenants-level request after that tenant.
 	AfterTenant string `json:"after_tenant,omitempty"`
+	// KeyLo, KeyHi and Parts name a ranges-level request's range of the tenant key space and its
+	// split (KeyLo, KeyHi also a range_tenants-level request's range).
+	KeyLo int64 `json:"key_lo,omitempty"`
+	KeyHi int64 `json:"key_hi,omitempty"`
+	Parts int   `json:"parts,omitempty"`
 	// Tenants narrows a stream-level request to those tenants (empty: every tenant).
 	Tenants []string `json:"tenants,omitempty"`
 	// Reply, when set, is the requester's reply token: the origin answers on
@@ -99,6 +110,38 @@ func (d *ManifestDigest) UnmarshalJSON(data []byte) error {
 	return nil
 }
 
+// RangeFold is the fold of one event type over the tenants of sub-range Part of a ranges-level
+// request, and the number of (tenant, type) pairs it folds. On the wire a compact array,
+// [part, type, x0, x1, n, pairs].
+type RangeFold struct {
+	Part  int
+	Type  string
+	X0    int64
+	X1    int64
+	N     int64
+	Pairs int64
+}
+
+// MarshalJSON writes the compact array form.
+func (f RangeFold) MarshalJSON() ([]byte, error) {
+	return json.Marshal([]any{f.Part, f.Type, f.X0, f.X1, f.N, f.Pairs})
+}
+
+// UnmarshalJSON reads the compact array form, refusing anything else.
+func (f *RangeFold) UnmarshalJSON(data []byte) error {
+	var row []json.RawMessage
+	if err := json.Unmarshal(data, &row); err != nil || len(row) != 6 {
+		return fmt.Errorf("range fold %s: expected [part, type, x0, x1, n, pairs]", data)
+	}
+	fields := []any{&f.Part, &f.Type, &f.X0, &f.X1, &f.N, &f.Pairs}
+	for i, raw := range row {
+		if err := json.Unmarshal(raw, fields[i]); err != nil {
+			return fmt.Errorf("range fold field %d: %w", i, err)
+		}
+	}
+	return nil
+}
+
 // ManifestAnswer is one chunk of an origin's answer. Every chunk carries the watermark (the
 // exclusive end actually covered) and the generation; a non-empty ResumeAfter means the
 // stream-level (or tenant-level: a tenant) window is incomplete (ask again after it).
@@ -113,6 +156,8 @@ type ManifestAnswer struct {
 	Chunks      int              `json:"chunks"`
 	Digests     []ManifestDigest `json:"digests"`
 	ResumeAfter string           `json:"resume_after,omitempty"`
+	// Ranges are a ranges-level answer's folds, one per (sub-range, type) holding anything.
+	Ranges []RangeFold `json:"ranges,omitempty"`
 	// Closes are the origin's close-the-books floors (type-level answers, first chunk): history
 	// below them is gone on purpose, and the consumer applies them to its copies before comparing.
 	Closes []StreamClose `json:"closes,omitempty"`

@@ -220,3 +220,22 @@ func TestManifestDigestRoundTripsInCompactForm(t *testing.T) {
 		}
 	}
 }
+
+// A range fold travels as [part, type, x0, x1, n, pairs]; anything else is refused.
+func TestRangeFoldRoundTripsInCompactForm(t *testing.T) {
+	t.Parallel()
+	f := RangeFold{Part: 15, Type: "order.placed", X0: -9223372036854775808, X1: 42, N: 7, Pairs: 3}
+	data, err := json.Marshal(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back RangeFold
+	if err := json.Unmarshal(data, &back); err != nil || back != f || string(data) != `[15,"order.placed",-9223372036854775808,42,7,3]` {
+		t.Fatalf("%s round-tripped to %+v, %v", data, back, err)
+	}
+	for _, bad := range []string{`{"part":1}`, `[1,"t",1,2,3]`, `["1","t",1,2,3,4]`} {
+		if json.Unmarshal([]byte(bad), &back) == nil {
+			t.Fatalf("%s was accepted", bad)
+		}
+	}
+}

@@ -34,9 +34,13 @@ var (
 
 // Tenants measures invariant 8 across tenants (issue 21): the wire bytes (requests and answers)
 // of a healthy whole-history audit and of the windowed audit above the seal at each tenant count,
-// whether the seal advanced at each, and the bytes of an audit finding one lost event in the
-// tenant that sorts last. RESULT: audit_bytes_flatness (healthy bytes at the largest size / at
-// the smallest, target <= 1.5), seal_advanced (1 when every size sealed), damaged_bytes.
+// whether the seal advanced at each, and at each size the bytes and time of the whole-history
+// audit that finds one lost event in the tenant that sorts last (then its repair is waited for).
+// RESULT: audit_bytes_flatness (healthy bytes at the largest size / at the smallest, target
+// <= 1.5), seal_advanced (1 when every size sealed), damaged_bytes and damaged_seconds (the
+// damage audit at the largest size), damaged_bytes_flatness (its bytes at the largest size / at
+// the smallest: the drill costs the damage, not the tenant count), damaged_found (1 when every
+// size's one audit found the damaged tenant's bucket).
 func Tenants(ctx context.Context, newDB harness.NewDatabase, opts TenantsOptions, out io.Writer) error {
 	load := watchLoad(out)
 	h, err := harness.New(ctx, newDB, slog.New(slog.NewTextHandler(io.Discard, nil)))
@@ -89,6 +93,7 @@ func Tenants(ctx context.Context, newDB harness.NewDatabase, opts TenantsOptions
 		return findings[0], wireBytes.Load(), time.Since(start), nil
 	}
 	var healthy []int64
+	var damaged []damage
 	sealed := 1
 	loaded := 0
 	for _, tenants := range opts.Tenants {
@@ -111,26 +116,25 @@ func Tenants(ctx context.Context, newDB harness.NewDatabase, opts TenantsOptions
 			tenants, tenants*opts.Types, wholeBytes, wholeTook.Round(time.Millisecond), whole.Sealed, steadyBytes,
 			steadyTook.Round(time.Millisecond), steady.Sealed)
 		healthy = append(healthy, wholeBytes)
+		d, err := auditOneDamagedTenant(ctx, billing.Pool, tenants, opts.Types, types[len(types)-1], runAudit)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(out, "%d tenants: one event lost in tenant %s (sorts last): the audit finding it %d bytes, %s, divergent buckets found %d, repaired in %s\n",
+			tenants, d.tenant, d.bytes, d.took.Round(time.Millisecond), d.found, d.repaired.Round(time.Millisecond))
+		damaged = append(damaged, d)
 	}
-	last := fmt.Sprintf("t%07d", loaded-1)
-	if _, err := billing.Pool.Exec(ctx, "delete from streamseal.events where origin = 'orders' and tenant = $1 and event_type = $2", last, types[len(types)-1]); err != nil {
-		return err
-	}
-	damaged, damagedBytes, damagedTook, err := runAudit(true)
-	if err != nil {
-		return err
-	}
-	found := 0
-	for _, b := range damaged.Divergent {
-		if b.Tenant == last {
-			found++
+	flatness := float64(healthy[len(healthy)-1]) / float64(healthy[0])
+	first, last := damaged[0], damaged[len(damaged)-1]
+	found := 1
+	for _, d := range damaged {
+		if d.found != 1 {
+			found = 0
 		}
 	}
-	fmt.Fprintf(out, "one event lost in tenant %s (sorts last of %d): audit %d bytes, %s, divergent buckets found %d\n",
-		last, loaded, damagedBytes, damagedTook.Round(time.Millisecond), found)
-	flatness := float64(healthy[len(healthy)-1]) / float64(healthy[0])
-	fmt.Fprintf(out, "RESULT tenants audit_bytes_flatness=%.3f seal_advanced=%d healthy_bytes_small=%d healthy_bytes_large=%d damaged_bytes=%d damaged_found=%d busy=%d\n",
-		flatness, sealed, healthy[0], healthy[len(healthy)-1], damagedBytes, found, load.End())
+	fmt.Fprintf(out, "RESULT tenants audit_bytes_flatness=%.3f seal_advanced=%d healthy_bytes_small=%d healthy_bytes_large=%d damaged_bytes=%d damaged_bytes_small=%d damaged_bytes_flatness=%.3f damaged_seconds=%.3f damaged_found=%d busy=%d\n",
+		flatness, sealed, healthy[0], healthy[len(healthy)-1], last.bytes, first.bytes, float64(last.bytes)/float64(first.bytes),
+		last.took.Seconds(), found, load.End())
 	return nil
 }
 
@@ -163,4 +167,49 @@ func loadTenants(ctx context.Context, origin, consumer *pgxpool.Pool, from, to, 
 		}
 	}
 	return nil
+}
+
+// damage is one size's damage case: the audit that found one lost event, and its repair.
+type damage struct {
+	tenant         string
+	bytes          int64
+	took, repaired time.Duration
+	found          int
+}
+
+// auditOneDamagedTenant removes, from the consumer's copy, the one event of eventType of the
+// tenant that sorts last of tenants, runs one whole-history audit (run) and waits for the repair
+// it requested to restore the copy (the next size starts whole).
+func auditOneDamagedTenant(ctx context.Context, consumer *pgxpool.Pool, tenants, types int, eventType string,
+	run func(full bool) (audit.Finding, int64, time.Duration, error)) (damage, error) {
+	d := damage{tenant: fmt.Sprintf("t%07d", tenants-1)}
+	if _, err := consumer.Exec(ctx, "delete from streamseal.events where origin = 'orders' and tenant = $1 and event_type = $2", d.tenant, eventType); err != nil {
+		return d, err
+	}
+	f, bytes, took, err := run(true)
+	if err != nil {
+		return d, err
+	}
+	d.bytes, d.took = bytes, took
+	for _, b := range f.Divergent {
+		if b.Tenant == d.tenant {
+			d.found++
+		}
+	}
+	started := time.Now()
+	for failsafe := time.Now().Add(2 * time.Minute); ; {
+		var n int
+		if err := consumer.QueryRow(ctx, "select count(*) from streamseal.events where origin = 'orders'").Scan(&n); err != nil {
+			return d, err
+		}
+		if n == tenants*types {
+			break
+		}
+		if time.Now().After(failsafe) {
+			return d, fmt.Errorf("the repair of tenant %s did not arrive (%d of %d copies held)", d.tenant, n, tenants*types)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	d.repaired = time.Since(started)
+	return d, nil
 }

@@ -38,6 +38,7 @@
 {{ template "loss_reports.sql" . }}
 {{ template "comparison.sql" . }}
 {{ template "tenant_folds.sql" . }}
+{{ template "range_folds.sql" . }}
 {{ template "ledger.sql" . }}
 {{ template "sent_requests.sql" . }}
 {{ template "privileges.sql" . }}
