@@ -1,5 +1,5 @@
 -- Invariant 8 (bounded cost): a drill-down step over a narrow tenant key range reads the sealed
--- rows of that range by the tenant-key indexes (migration 026), not every (tenant, type) pair of
+-- rows of that range by the tenant-key indexes (migration 027), not every (tenant, type) pair of
 -- the lane: the origin's database time for a deep step does not grow with the tenant count.
 -- Rows read come from streamseal_test.rows_read.
 begin;
