@@ -85,6 +85,8 @@ type WriteResult struct {
 	StamperLagP99                   time.Duration
 	LagRateAchieved                 float64 // events/s the paced appenders reached
 	DeadTupleRatio                  float64 // events' dead tuples / all tuples after BloatEvents appends and a stamp
+	// The same ratios in server CPU spent (0 when the server is not on this machine).
+	TxnCPURatio, BulkCPURatio, IngestCPURatio float64
 }
 
 // Write runs the write benchmark on pool (a migrated database whose service is named) and prints
@@ -109,6 +111,9 @@ func Write(ctx context.Context, pool *pgxpool.Pool, opts WriteOptions, out io.Wr
 	}
 	fmt.Fprintf(out, "bloat: %d appends then one stamp, autovacuum off: dead tuples %.3f of the events table (target < 0.05)\n", opts.BloatEvents, deadRatio)
 	var txnBase, txnSeal, bulkBase, bulkSeal []time.Duration
+	// Server CPU per side: the same ratios in CPU spent, which a busy neighbour does not skew.
+	server := newServerCPU(ctx, pool)
+	var txnBaseCPU, txnSealCPU, bulkBaseCPU, bulkSealCPU, ingestBaseCPU, ingestSealCPU []time.Duration
 	var txnBaseAppend, txnSealAppend, bulkBaseAppend, bulkSealAppend []time.Duration
 	for round := range opts.Rounds {
 		// Alternate which side goes first so a warming cache or a noisy neighbour favours neither.
@@ -117,7 +122,7 @@ func Write(ctx context.Context, pool *pgxpool.Pool, opts WriteOptions, out io.Wr
 			sides = []bool{true, false}
 		}
 		for _, withStreamseal := range sides {
-			d, a, err := runScenario(ctx, pool, withStreamseal, func(ctx context.Context, sql string) error {
+			d, a, c, err := runScenario(ctx, pool, server, withStreamseal, func(ctx context.Context, sql string) error {
 				return txnScenario(ctx, pool, sql, gen, opts)
 			})
 			if err != nil {
@@ -125,7 +130,8 @@ func Write(ctx context.Context, pool *pgxpool.Pool, opts WriteOptions, out io.Wr
 			}
 			appendTo(&txnBase, &txnSeal, withStreamseal, d)
 			appendTo(&txnBaseAppend, &txnSealAppend, withStreamseal, a)
-			d, a, err = runScenario(ctx, pool, withStreamseal, func(ctx context.Context, sql string) error {
+			appendTo(&txnBaseCPU, &txnSealCPU, withStreamseal, c)
+			d, a, c, err = runScenario(ctx, pool, server, withStreamseal, func(ctx context.Context, sql string) error {
 				return bulkScenario(ctx, pool, sql, gen, opts)
 			})
 			if err != nil {
@@ -133,10 +139,16 @@ func Write(ctx context.Context, pool *pgxpool.Pool, opts WriteOptions, out io.Wr
 			}
 			appendTo(&bulkBase, &bulkSeal, withStreamseal, d)
 			appendTo(&bulkBaseAppend, &bulkSealAppend, withStreamseal, a)
+			appendTo(&bulkBaseCPU, &bulkSealCPU, withStreamseal, c)
 		}
 		fmt.Fprintf(out, "round %d: (a) baseline %-8s streamseal %-8s (appends done %-8s) ratio %.3f | (b) baseline %-8s streamseal %-8s (appends done %-8s) ratio %.3f\n", round+1,
 			ms(txnBase[round]), ms(txnSeal[round]), ms(txnSealAppend[round]), ratio(txnBase[round], txnSeal[round]),
 			ms(bulkBase[round]), ms(bulkSeal[round]), ms(bulkSealAppend[round]), ratio(bulkBase[round], bulkSeal[round]))
+		if server.Available() {
+			fmt.Fprintf(out, "         server CPU: (a) baseline %-8s streamseal %-8s ratio %.3f | (b) baseline %-8s streamseal %-8s ratio %.3f\n",
+				ms(txnBaseCPU[round]), ms(txnSealCPU[round]), ratio(txnBaseCPU[round], txnSealCPU[round]),
+				ms(bulkBaseCPU[round]), ms(bulkSealCPU[round]), ratio(bulkBaseCPU[round], bulkSealCPU[round]))
+		}
 	}
 	r := WriteResult{
 		TxnRatio: medianRatio(txnBase, txnSeal), BulkRatio: medianRatio(bulkBase, bulkSeal),
@@ -161,18 +173,28 @@ func Write(ctx context.Context, pool *pgxpool.Pool, opts WriteOptions, out io.Wr
 			if withStreamseal {
 				sql = streamsealIngest
 			}
-			start := time.Now()
+			start, cpuStart := time.Now(), server.Now()
 			for _, batch := range batches {
 				if _, err := pool.Exec(ctx, sql, batch); err != nil {
 					return WriteResult{}, fmt.Errorf("ingest scenario: %w", err)
 				}
 			}
 			appendTo(&ingestBase, &ingestSeal, withStreamseal, time.Since(start))
+			appendTo(&ingestBaseCPU, &ingestSealCPU, withStreamseal, server.Now()-cpuStart)
 		}
-		fmt.Fprintf(out, "round %d: (c) ingest of %d x %d copies: baseline %-8s streamseal %-8s ratio %.3f\n", round+1,
+		fmt.Fprintf(out, "round %d: (c) ingest of %d x %d copies: baseline %-8s streamseal %-8s ratio %.3f", round+1,
 			opts.IngestStatements, opts.IngestBatch, ms(ingestBase[round]), ms(ingestSeal[round]), ratio(ingestBase[round], ingestSeal[round]))
+		if server.Available() {
+			fmt.Fprintf(out, " | server CPU: baseline %-8s streamseal %-8s ratio %.3f",
+				ms(ingestBaseCPU[round]), ms(ingestSealCPU[round]), ratio(ingestBaseCPU[round], ingestSealCPU[round]))
+		}
+		fmt.Fprintln(out)
 	}
 	r.IngestRatio = medianRatio(ingestBase, ingestSeal)
+	if server.Available() {
+		r.TxnCPURatio, r.BulkCPURatio = medianRatio(txnBaseCPU, txnSealCPU), medianRatio(bulkBaseCPU, bulkSealCPU)
+		r.IngestCPURatio = medianRatio(ingestBaseCPU, ingestSealCPU)
+	}
 
 	// (d) The stamper alone, on a committed backlog.
 	if r.StamperEventsPerSecond, err = stamperAlone(ctx, pool, gen, opts.StamperEvents); err != nil {
@@ -190,8 +212,14 @@ func Write(ctx context.Context, pool *pgxpool.Pool, opts WriteOptions, out io.Wr
 	fmt.Fprintf(out, "median ratio, baseline/streamseal throughput, until every event is stamped: (a) txn %.3f (target >= 0.90)  (b) bulk %.3f (target >= 0.70)\n", r.TxnRatio, r.BulkRatio)
 	fmt.Fprintf(out, "median ratio, until the clients' appends return (stamper running alongside): (a) txn %.3f  (b) bulk %.3f\n", r.TxnAppendRatio, r.BulkAppendRatio)
 	fmt.Fprintf(out, "median ratio, ingest of 500-copy batches against a plain insert of the same rows: (c) %.3f (target >= 0.80)\n", r.IngestRatio)
-	fmt.Fprintf(out, "RESULT write txn_ratio=%.3f bulk_ratio=%.3f ingest_ratio=%.3f stamper_events_per_s=%.0f stamper_lag_p99_ms=%.1f dead_tuple_ratio=%.3f txn_append_ratio=%.3f bulk_append_ratio=%.3f\n",
-		r.TxnRatio, r.BulkRatio, r.IngestRatio, r.StamperEventsPerSecond, msFloat(r.StamperLagP99), r.DeadTupleRatio, r.TxnAppendRatio, r.BulkAppendRatio)
+	cpuKeys := ""
+	if server.Available() {
+		fmt.Fprintf(out, "median ratio of server CPU spent, baseline/streamseal (what a busy neighbour does not skew): (a) txn %.3f  (b) bulk %.3f  (c) ingest %.3f\n",
+			r.TxnCPURatio, r.BulkCPURatio, r.IngestCPURatio)
+		cpuKeys = fmt.Sprintf(" txn_cpu_ratio=%.3f bulk_cpu_ratio=%.3f ingest_cpu_ratio=%.3f", r.TxnCPURatio, r.BulkCPURatio, r.IngestCPURatio)
+	}
+	fmt.Fprintf(out, "RESULT write txn_ratio=%.3f bulk_ratio=%.3f ingest_ratio=%.3f stamper_events_per_s=%.0f stamper_lag_p99_ms=%.1f dead_tuple_ratio=%.3f txn_append_ratio=%.3f bulk_append_ratio=%.3f%s\n",
+		r.TxnRatio, r.BulkRatio, r.IngestRatio, r.StamperEventsPerSecond, msFloat(r.StamperLagP99), r.DeadTupleRatio, r.TxnAppendRatio, r.BulkAppendRatio, cpuKeys)
 	return r, nil
 }
 
@@ -337,11 +365,13 @@ func appendTo(base, seal *[]time.Duration, withStreamseal bool, d time.Duration)
 
 // runScenario times one scenario; with streamseal, a stamper loop runs alongside and the clock
 // stops only when everything appended is stamped (total). appending is when the clients finished.
-func runScenario(ctx context.Context, pool *pgxpool.Pool, withStreamseal bool, scenario func(context.Context, string) error) (total, appending time.Duration, err error) {
+// cpu is the server CPU the side used over total.
+func runScenario(ctx context.Context, pool *pgxpool.Pool, server serverCPU, withStreamseal bool, scenario func(context.Context, string) error) (total, appending, cpu time.Duration, err error) {
+	cpuStart := server.Now()
 	if !withStreamseal {
 		start := time.Now()
 		err := scenario(ctx, baselineInsert)
-		return time.Since(start), time.Since(start), err
+		return time.Since(start), time.Since(start), server.Now() - cpuStart, err
 	}
 	loopCtx, stop := context.WithCancel(ctx)
 	loop := &stamper.Loop{Pool: pool}
@@ -355,9 +385,10 @@ func runScenario(ctx context.Context, pool *pgxpool.Pool, withStreamseal bool, s
 		err = loop.Drain(ctx) // the tail the loop has not reached yet
 	}
 	total = time.Since(start)
+	cpu = server.Now() - cpuStart
 	stop()
 	wg.Wait()
-	return total, appending, err
+	return total, appending, cpu, err
 }
 
 // txnScenario: opts.Clients clients, each committing TxnsPerClient transactions of 1-10 events.
