@@ -31,12 +31,26 @@ type WriteOptions struct {
 	BulkSize        int
 	PayloadBytes    int
 	StreamsPerActor int
+	// Ingest: copies of another origin's events, IngestStatements batches of IngestBatch per
+	// round (500: what the inbox hands ingest at once), against a plain insert of the same rows.
+	IngestStatements int
+	IngestBatch      int
+	// StamperEvents are appended with no stamper running, then stamped alone: events/s.
+	StamperEvents int
+	// LagRate events/s of appends for LagDuration with the stamper loop alongside: lag p99.
+	LagRate     int
+	LagDuration time.Duration
+	// BloatEvents are appended and then stamped with autovacuum off on the events table: the
+	// share of dead tuples the numbering leaves behind.
+	BloatEvents int
 }
 
 // QuickWrite is the --quick size; FullWrite the default.
 var (
-	QuickWrite = WriteOptions{Rounds: 3, TxnsPerClient: 300, Clients: 2, BulkStatements: 8, BulkSize: 1000, PayloadBytes: 200, StreamsPerActor: 50}
-	FullWrite  = WriteOptions{Rounds: 5, TxnsPerClient: 1500, Clients: 2, BulkStatements: 30, BulkSize: 1000, PayloadBytes: 200, StreamsPerActor: 200}
+	QuickWrite = WriteOptions{Rounds: 3, TxnsPerClient: 300, Clients: 2, BulkStatements: 8, BulkSize: 1000, PayloadBytes: 200, StreamsPerActor: 50,
+		IngestStatements: 16, IngestBatch: 500, StamperEvents: 50000, LagRate: 5000, LagDuration: 4 * time.Second, BloatEvents: 100000}
+	FullWrite = WriteOptions{Rounds: 5, TxnsPerClient: 1500, Clients: 2, BulkStatements: 30, BulkSize: 1000, PayloadBytes: 200, StreamsPerActor: 200,
+		IngestStatements: 60, IngestBatch: 500, StamperEvents: 200000, LagRate: 5000, LagDuration: 15 * time.Second, BloatEvents: 1000000}
 )
 
 // BaselineTable has the events table's shape, indexes and constraints, and none of streamseal's
@@ -63,12 +77,29 @@ const baselineInsert = `
 
 const streamsealAppend = `select streamseal.append($1::streamseal.new_event[])`
 
+// baselineCopyInsert is the plain insert of copies: the rows ingest stores, without its checks,
+// its conflict skip or its triggers.
+const baselineCopyInsert = `
+	insert into streamseal_bench.events (event_id, origin, origin_seq, type_seq, tenant, stream_id, stream_version, event_type, flags, payload, metadata, occurred_at)
+	select c.event_id, c.origin, c.origin_seq, c.type_seq, c.tenant, c.stream_id, c.stream_version, c.event_type,
+	       coalesce(c.flags, 0), c.payload, c.metadata, coalesce(c.occurred_at, now())
+	from unnest($1::streamseal.event_copy[]) as c`
+
+const streamsealIngest = `select streamseal.ingest($1::streamseal.event_copy[])`
+
 // WriteResult carries the measured ratios (baseline time / streamseal time: 1.0 = free). The
 // plain ratios run until every appended event is stamped; the Append ratios stop when the clients'
 // appends return, with the stamper running alongside (what an application's writers feel).
 type WriteResult struct {
 	TxnRatio, BulkRatio             float64
 	TxnAppendRatio, BulkAppendRatio float64
+	IngestRatio                     float64 // 500-event ingest batches against a plain insert
+	StamperEventsPerSecond          float64 // the stamper alone, on a committed backlog
+	StamperLagP99                   time.Duration
+	LagRateAchieved                 float64 // events/s the paced appenders reached
+	DeadTupleRatio                  float64 // events' dead tuples / all tuples after BloatEvents appends and a stamp
+	// The same ratios in server CPU spent (0 when the server is not on this machine).
+	TxnCPURatio, BulkCPURatio, IngestCPURatio float64
 }
 
 // Write runs the write benchmark on pool (a migrated database whose service is named) and prints
@@ -83,7 +114,22 @@ func Write(ctx context.Context, pool *pgxpool.Pool, opts WriteOptions, out io.Wr
 	fmt.Fprintln(out, "streamseal time includes stamping every appended event (a stamper loop runs alongside; the clock stops when the lane is fully stamped)")
 
 	gen := &generator{payload: strings.Repeat("x", opts.PayloadBytes), streams: opts.StreamsPerActor, versions: map[string]int64{}}
+
+	// First, on a table that holds nothing else yet: what numbering leaves behind.
+	deadRatio, err := deadTuplesAfterStamp(ctx, pool, gen, opts.BloatEvents)
+	if err != nil {
+		return WriteResult{}, err
+	}
+	fmt.Fprintf(out, "bloat: %d appends then one stamp, autovacuum off: dead tuples %.3f of the events table (target < 0.05)\n", opts.BloatEvents, deadRatio)
+	// Clean up after the bloat measurement now, or autovacuum would do it during the timed
+	// rounds and charge it to whichever side happened to run.
+	if _, err := pool.Exec(ctx, `vacuum (analyze) streamseal.events`); err != nil {
+		return WriteResult{}, fmt.Errorf("vacuum after the bloat measurement: %w", err)
+	}
 	var txnBase, txnSeal, bulkBase, bulkSeal []time.Duration
+	// Server CPU per side: the same ratios in CPU spent, which a busy neighbour does not skew.
+	server := newServerCPU(ctx, pool)
+	var txnBaseCPU, txnSealCPU, bulkBaseCPU, bulkSealCPU, ingestBaseCPU, ingestSealCPU []time.Duration
 	var txnBaseAppend, txnSealAppend, bulkBaseAppend, bulkSealAppend []time.Duration
 	for round := range opts.Rounds {
 		// Alternate which side goes first so a warming cache or a noisy neighbour favours neither.
@@ -92,7 +138,7 @@ func Write(ctx context.Context, pool *pgxpool.Pool, opts WriteOptions, out io.Wr
 			sides = []bool{true, false}
 		}
 		for _, withStreamseal := range sides {
-			d, a, err := runScenario(ctx, pool, withStreamseal, func(ctx context.Context, sql string) error {
+			d, a, c, err := runScenario(ctx, pool, server, withStreamseal, func(ctx context.Context, sql string) error {
 				return txnScenario(ctx, pool, sql, gen, opts)
 			})
 			if err != nil {
@@ -100,7 +146,8 @@ func Write(ctx context.Context, pool *pgxpool.Pool, opts WriteOptions, out io.Wr
 			}
 			appendTo(&txnBase, &txnSeal, withStreamseal, d)
 			appendTo(&txnBaseAppend, &txnSealAppend, withStreamseal, a)
-			d, a, err = runScenario(ctx, pool, withStreamseal, func(ctx context.Context, sql string) error {
+			appendTo(&txnBaseCPU, &txnSealCPU, withStreamseal, c)
+			d, a, c, err = runScenario(ctx, pool, server, withStreamseal, func(ctx context.Context, sql string) error {
 				return bulkScenario(ctx, pool, sql, gen, opts)
 			})
 			if err != nil {
@@ -108,21 +155,221 @@ func Write(ctx context.Context, pool *pgxpool.Pool, opts WriteOptions, out io.Wr
 			}
 			appendTo(&bulkBase, &bulkSeal, withStreamseal, d)
 			appendTo(&bulkBaseAppend, &bulkSealAppend, withStreamseal, a)
+			appendTo(&bulkBaseCPU, &bulkSealCPU, withStreamseal, c)
 		}
 		fmt.Fprintf(out, "round %d: (a) baseline %-8s streamseal %-8s (appends done %-8s) ratio %.3f | (b) baseline %-8s streamseal %-8s (appends done %-8s) ratio %.3f\n", round+1,
 			ms(txnBase[round]), ms(txnSeal[round]), ms(txnSealAppend[round]), ratio(txnBase[round], txnSeal[round]),
 			ms(bulkBase[round]), ms(bulkSeal[round]), ms(bulkSealAppend[round]), ratio(bulkBase[round], bulkSeal[round]))
+		if server.Available() {
+			fmt.Fprintf(out, "         server CPU: (a) baseline %-8s streamseal %-8s ratio %.3f | (b) baseline %-8s streamseal %-8s ratio %.3f\n",
+				ms(txnBaseCPU[round]), ms(txnSealCPU[round]), ratio(txnBaseCPU[round], txnSealCPU[round]),
+				ms(bulkBaseCPU[round]), ms(bulkSealCPU[round]), ratio(bulkBaseCPU[round], bulkSealCPU[round]))
+		}
 	}
 	r := WriteResult{
 		TxnRatio: medianRatio(txnBase, txnSeal), BulkRatio: medianRatio(bulkBase, bulkSeal),
 		TxnAppendRatio: medianRatio(txnBaseAppend, txnSealAppend), BulkAppendRatio: medianRatio(bulkBaseAppend, bulkSealAppend),
+		DeadTupleRatio: deadRatio,
 	}
+
+	// (c) Copies, as the inbox ingests them, against a plain insert of the very same rows.
+	copies := &copyGenerator{generator: gen, origin: "bench-origin", typeSeqs: map[string]int64{}}
+	var ingestBase, ingestSeal []time.Duration
+	for round := range opts.Rounds {
+		batches := make([][]store.EventCopy, opts.IngestStatements)
+		for i := range batches {
+			batches[i] = copies.copies(opts.IngestBatch)
+		}
+		sides := []bool{false, true}
+		if round%2 == 1 {
+			sides = []bool{true, false}
+		}
+		for _, withStreamseal := range sides {
+			sql := baselineCopyInsert
+			if withStreamseal {
+				sql = streamsealIngest
+			}
+			start, cpuStart := time.Now(), server.Now()
+			for _, batch := range batches {
+				if _, err := pool.Exec(ctx, sql, batch); err != nil {
+					return WriteResult{}, fmt.Errorf("ingest scenario: %w", err)
+				}
+			}
+			appendTo(&ingestBase, &ingestSeal, withStreamseal, time.Since(start))
+			appendTo(&ingestBaseCPU, &ingestSealCPU, withStreamseal, server.Now()-cpuStart)
+		}
+		fmt.Fprintf(out, "round %d: (c) ingest of %d x %d copies: baseline %-8s streamseal %-8s ratio %.3f", round+1,
+			opts.IngestStatements, opts.IngestBatch, ms(ingestBase[round]), ms(ingestSeal[round]), ratio(ingestBase[round], ingestSeal[round]))
+		if server.Available() {
+			fmt.Fprintf(out, " | server CPU: baseline %-8s streamseal %-8s ratio %.3f",
+				ms(ingestBaseCPU[round]), ms(ingestSealCPU[round]), ratio(ingestBaseCPU[round], ingestSealCPU[round]))
+		}
+		fmt.Fprintln(out)
+	}
+	r.IngestRatio = medianRatio(ingestBase, ingestSeal)
+	if server.Available() {
+		r.TxnCPURatio, r.BulkCPURatio = medianRatio(txnBaseCPU, txnSealCPU), medianRatio(bulkBaseCPU, bulkSealCPU)
+		r.IngestCPURatio = medianRatio(ingestBaseCPU, ingestSealCPU)
+	}
+
+	// (d) The stamper alone, on a committed backlog.
+	if r.StamperEventsPerSecond, err = stamperAlone(ctx, pool, gen, opts.StamperEvents); err != nil {
+		return WriteResult{}, err
+	}
+	fmt.Fprintf(out, "stamper alone: %d committed events numbered at %.0f events/s (target >= 50000)\n", opts.StamperEvents, r.StamperEventsPerSecond)
+
+	// (e) Stamper lag under a steady append rate.
+	if r.StamperLagP99, r.LagRateAchieved, err = stamperLag(ctx, pool, gen, opts); err != nil {
+		return WriteResult{}, err
+	}
+	fmt.Fprintf(out, "stamper lag at %d events/s for %s (reached %.0f events/s): p99 %.1f ms over stamp batches, each counted by its oldest event (target < 20 ms)\n",
+		opts.LagRate, opts.LagDuration, r.LagRateAchieved, msFloat(r.StamperLagP99))
+
 	fmt.Fprintf(out, "median ratio, baseline/streamseal throughput, until every event is stamped: (a) txn %.3f (target >= 0.90)  (b) bulk %.3f (target >= 0.70)\n", r.TxnRatio, r.BulkRatio)
 	fmt.Fprintf(out, "median ratio, until the clients' appends return (stamper running alongside): (a) txn %.3f  (b) bulk %.3f\n", r.TxnAppendRatio, r.BulkAppendRatio)
-	fmt.Fprintf(out, "RESULT write txn_ratio=%.3f bulk_ratio=%.3f txn_append_ratio=%.3f bulk_append_ratio=%.3f busy=%d\n",
-		r.TxnRatio, r.BulkRatio, r.TxnAppendRatio, r.BulkAppendRatio, load.End())
+	fmt.Fprintf(out, "median ratio, ingest of 500-copy batches against a plain insert of the same rows: (c) %.3f (target >= 0.80)\n", r.IngestRatio)
+	cpuKeys := ""
+	if server.Available() {
+		fmt.Fprintf(out, "median ratio of server CPU spent, baseline/streamseal (what a busy neighbour does not skew): (a) txn %.3f  (b) bulk %.3f  (c) ingest %.3f\n",
+			r.TxnCPURatio, r.BulkCPURatio, r.IngestCPURatio)
+		cpuKeys = fmt.Sprintf(" txn_cpu_ratio=%.3f bulk_cpu_ratio=%.3f ingest_cpu_ratio=%.3f", r.TxnCPURatio, r.BulkCPURatio, r.IngestCPURatio)
+	}
+	fmt.Fprintf(out, "RESULT write txn_ratio=%.3f bulk_ratio=%.3f ingest_ratio=%.3f stamper_events_per_s=%.0f stamper_lag_p99_ms=%.1f dead_tuple_ratio=%.3f txn_append_ratio=%.3f bulk_append_ratio=%.3f%s busy=%d\n",
+		r.TxnRatio, r.BulkRatio, r.IngestRatio, r.StamperEventsPerSecond, msFloat(r.StamperLagP99), r.DeadTupleRatio, r.TxnAppendRatio, r.BulkAppendRatio, cpuKeys, load.End())
 	return r, nil
 }
+
+// appendUnstamped appends n own events in 1000-event statements with no stamper running.
+func appendUnstamped(ctx context.Context, pool *pgxpool.Pool, gen *generator, actor string, n int) error {
+	for n > 0 {
+		size := min(n, 1000)
+		if _, err := pool.Exec(ctx, streamsealAppend, gen.events(actor, size)); err != nil {
+			return fmt.Errorf("append %d events: %w", size, err)
+		}
+		n -= size
+	}
+	return nil
+}
+
+// deadTuplesAfterStamp appends n events, stamps them all, and returns the events table's dead
+// tuples over all its tuples as the statistics autovacuum acts on count them (n_dead_tup, after
+// what on-page pruning already reclaimed), with autovacuum off on the table meanwhile: what
+// numbering leaves for vacuum, not what vacuum happened to clean. (pgstattuple would prune the
+// pages it reads before counting them.) One connection does all of it, so its statistics are
+// flushed by one forced flush before they are read.
+func deadTuplesAfterStamp(ctx context.Context, pool *pgxpool.Pool, gen *generator, n int) (float64, error) {
+	conn, err := pool.Acquire(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("bloat: %w", err)
+	}
+	defer conn.Release()
+	if _, err := conn.Exec(ctx, `alter table streamseal.events set (autovacuum_enabled = false)`); err != nil {
+		return 0, fmt.Errorf("bloat: prepare: %w", err)
+	}
+	defer conn.Exec(context.WithoutCancel(ctx), `alter table streamseal.events reset (autovacuum_enabled)`) //nolint:errcheck // best effort on a scratch database
+	for left := n; left > 0; left -= 1000 {
+		if _, err := conn.Exec(ctx, streamsealAppend, gen.events("bloat", min(left, 1000))); err != nil {
+			return 0, fmt.Errorf("bloat: append: %w", err)
+		}
+	}
+	for {
+		r, err := store.EventsStamp(ctx, conn, stamper.BatchSizeDefault)
+		if err != nil {
+			return 0, fmt.Errorf("bloat: stamp: %w", err)
+		}
+		if r.Stamped < stamper.BatchSizeDefault {
+			break
+		}
+	}
+	// A backend publishes its statistics when it goes idle after a forced flush was asked for.
+	if _, err := conn.Exec(ctx, `select pg_stat_force_next_flush()`); err != nil {
+		return 0, fmt.Errorf("bloat: flush statistics: %w", err)
+	}
+	var live, dead int64
+	if err := conn.QueryRow(ctx, `select n_live_tup, n_dead_tup from pg_stat_user_tables where relid = 'streamseal.events'::regclass`).Scan(&live, &dead); err != nil {
+		return 0, fmt.Errorf("bloat: statistics: %w", err)
+	}
+	if live+dead == 0 {
+		return 0, nil
+	}
+	return float64(dead) / float64(live+dead), nil
+}
+
+// stamperAlone appends n events with no stamper running, then times stamping them all.
+func stamperAlone(ctx context.Context, pool *pgxpool.Pool, gen *generator, n int) (float64, error) {
+	if err := appendUnstamped(ctx, pool, gen, "alone", n); err != nil {
+		return 0, fmt.Errorf("stamper alone: %w", err)
+	}
+	start := time.Now()
+	if err := (&stamper.Loop{Pool: pool}).Drain(ctx); err != nil {
+		return 0, fmt.Errorf("stamper alone: %w", err)
+	}
+	return float64(n) / time.Since(start).Seconds(), nil
+}
+
+// stamperLag runs the stamper loop while two clients append 1-10 event transactions paced to
+// opts.LagRate events/s, and returns the p99 of each stamp batch's oldest wait (from the
+// oldest event's insert to its stamp) and the append rate reached.
+func stamperLag(ctx context.Context, pool *pgxpool.Pool, gen *generator, opts WriteOptions) (time.Duration, float64, error) {
+	var mu sync.Mutex
+	var waits []time.Duration
+	loopCtx, stop := context.WithCancel(ctx)
+	loop := &stamper.Loop{Pool: pool, OnStamp: func(r store.StampResult) {
+		mu.Lock()
+		waits = append(waits, r.OldestWait)
+		mu.Unlock()
+	}}
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { defer wg.Done(); _ = loop.Run(loopCtx) }()
+	defer func() { stop(); wg.Wait() }()
+
+	const clients = 2
+	perClient := float64(opts.LagRate) / clients
+	start := time.Now()
+	errs := make(chan error, clients)
+	var sent [clients]int
+	for c := range clients {
+		go func() {
+			for {
+				elapsed := time.Since(start)
+				if elapsed >= opts.LagDuration {
+					errs <- nil
+					return
+				}
+				due := int(perClient*elapsed.Seconds()) - sent[c]
+				if due <= 0 {
+					time.Sleep(time.Millisecond) // pacing an open-loop load generator, not waiting on a state
+					continue
+				}
+				n := min(due, 1+rand.IntN(10))
+				if _, err := pool.Exec(ctx, streamsealAppend, gen.events(fmt.Sprintf("lag%d", c), n)); err != nil {
+					errs <- err
+					return
+				}
+				sent[c] += n
+			}
+		}()
+	}
+	for range clients {
+		if err := <-errs; err != nil {
+			return 0, 0, fmt.Errorf("stamper lag: append: %w", err)
+		}
+	}
+	achieved := float64(sent[0]+sent[1]) / time.Since(start).Seconds()
+	if err := loop.Drain(ctx); err != nil {
+		return 0, 0, fmt.Errorf("stamper lag: drain: %w", err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(waits) == 0 {
+		return 0, achieved, nil
+	}
+	sort.Slice(waits, func(i, j int) bool { return waits[i] < waits[j] })
+	return waits[(len(waits)*99)/100], achieved, nil
+}
+
+func msFloat(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
 func appendTo(base, seal *[]time.Duration, withStreamseal bool, d time.Duration) {
 	if withStreamseal {
@@ -134,11 +381,13 @@ func appendTo(base, seal *[]time.Duration, withStreamseal bool, d time.Duration)
 
 // runScenario times one scenario; with streamseal, a stamper loop runs alongside and the clock
 // stops only when everything appended is stamped (total). appending is when the clients finished.
-func runScenario(ctx context.Context, pool *pgxpool.Pool, withStreamseal bool, scenario func(context.Context, string) error) (total, appending time.Duration, err error) {
+// cpu is the server CPU the side used over total.
+func runScenario(ctx context.Context, pool *pgxpool.Pool, server serverCPU, withStreamseal bool, scenario func(context.Context, string) error) (total, appending, cpu time.Duration, err error) {
+	cpuStart := server.Now()
 	if !withStreamseal {
 		start := time.Now()
 		err := scenario(ctx, baselineInsert)
-		return time.Since(start), time.Since(start), err
+		return time.Since(start), time.Since(start), server.Now() - cpuStart, err
 	}
 	loopCtx, stop := context.WithCancel(ctx)
 	loop := &stamper.Loop{Pool: pool}
@@ -152,9 +401,10 @@ func runScenario(ctx context.Context, pool *pgxpool.Pool, withStreamseal bool, s
 		err = loop.Drain(ctx) // the tail the loop has not reached yet
 	}
 	total = time.Since(start)
+	cpu = server.Now() - cpuStart
 	stop()
 	wg.Wait()
-	return total, appending, err
+	return total, appending, cpu, err
 }
 
 // txnScenario: opts.Clients clients, each committing TxnsPerClient transactions of 1-10 events.
@@ -218,6 +468,28 @@ func (g *generator) events(actor string, n int) []store.NewEvent {
 			StreamVersion: g.versions[stream], EventType: "bench.type" + string(rune('a'+rand.IntN(4))),
 			Payload: []byte(`{"p":"` + g.payload + `"}`),
 		}
+	}
+	return out
+}
+
+// copyGenerator makes copies of one origin's events: origin_seq dense, type_seq dense per
+// (tenant, event_type), as the origin's stamper numbered them.
+type copyGenerator struct {
+	*generator
+	origin    string
+	originSeq int64
+	typeSeqs  map[string]int64
+}
+
+func (g *copyGenerator) copies(n int) []store.EventCopy {
+	events := g.events(g.origin, n)
+	out := make([]store.EventCopy, n)
+	for i, e := range events {
+		g.originSeq++
+		key := e.Tenant + "/" + e.EventType
+		g.typeSeqs[key]++
+		out[i] = store.EventCopy{EventID: e.EventID, Origin: g.origin, OriginSeq: g.originSeq, TypeSeq: g.typeSeqs[key],
+			Tenant: e.Tenant, StreamID: e.StreamID, StreamVersion: e.StreamVersion, EventType: e.EventType, Payload: e.Payload}
 	}
 	return out
 }

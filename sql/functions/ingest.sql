@@ -20,6 +20,8 @@ declare
     self text := streamseal.service_name();
     bad record;
     lim record;
+    repeats boolean;
+    added uuid[];
 begin
     -- The table, not limits(): a function with a SET clause costs a call per batch on the hot path.
     select l.max_payload_bytes, l.max_id_bytes, l.max_metadata_bytes into lim from streamseal.limits l;
@@ -48,15 +50,43 @@ begin
             using errcode = '22023';
     end if;
 
-    -- GUARD: one id, one content.
-    select c.event_id into bad
-    from pg_catalog.unnest(ingest.copies) as c
-    group by c.event_id
-    having pg_catalog.count(distinct c) > 1
-    limit 1;
-    if found then
-        raise exception 'ingest: event % appears more than once in the batch with different content', bad.event_id
-            using errcode = '22023';
+    -- GUARD: one id, one content. Sorting whole rows costs; only a batch that repeats an id pays it.
+    select pg_catalog.count(*) <> pg_catalog.count(distinct c.event_id) into repeats
+    from pg_catalog.unnest(ingest.copies) as c;
+    if repeats then
+        select c.event_id into bad
+        from pg_catalog.unnest(ingest.copies) as c
+        group by c.event_id
+        having pg_catalog.count(distinct c) > 1
+        limit 1;
+        if found then
+            raise exception 'ingest: event % appears more than once in the batch with different content', bad.event_id
+                using errcode = '22023';
+        end if;
+    else
+        -- Fast path: every id is new here (the common case: the inbox's live copies). A plain
+        -- INSERT costs ~30% less than INSERT ... ON CONFLICT, whose speculative insertion is paid
+        -- per row even when nothing conflicts. An id already held (a re-delivery, a repair that
+        -- crossed the live copy, a concurrent ingest of the same copy) fails it with a
+        -- unique_violation: the block's subtransaction undoes it all and the conflict-skipping
+        -- statement below runs instead. Any other error propagates as before. One subtransaction
+        -- per call: callers ingest one batch per transaction (inbox, receiver).
+        begin
+            with stored_copies as (
+                insert into streamseal.events as stored (event_id, origin, origin_seq, type_seq, tenant, stream_id,
+                                                        stream_version, event_type, flags, payload, metadata, occurred_at)
+                select c.event_id, c.origin, c.origin_seq, c.type_seq, c.tenant, c.stream_id, c.stream_version,
+                       c.event_type, coalesce(c.flags, 0), c.payload, c.metadata, coalesce(c.occurred_at, pg_catalog.now())
+                from pg_catalog.unnest(ingest.copies) as c
+                returning stored.event_id, stored.local_id
+            )
+            select pg_catalog.array_agg(s.event_id order by s.local_id) into added from stored_copies s;
+            return query select a.event_id from pg_catalog.unnest(added) with ordinality as a(event_id, position)
+                         order by a.position;
+            return;
+        exception when unique_violation then
+            -- An id already held (or another unique key: the statement below raises it again).
+        end;
     end if;
 
     return query
