@@ -41,15 +41,22 @@ type Publisher struct {
 	Logger  *slog.Logger
 
 	published atomic.Int64
+	beats     atomic.Int64
 	rounds    atomic.Int64 // rotates which type's message leads a round
 }
 
-// Published counts checkpoint messages published.
+// Published counts checkpoint messages published (one per (tenant, type) with events in a window).
 func (p *Publisher) Published() int64 { return p.published.Load() }
 
-// Publish takes the next window and publishes one checkpoint per (tenant, type) the origin ever
-// numbered (quiet pairs too: heartbeats), each on that pair's event subject, and returns how
-// many messages it published. The window advances only when every message was acknowledged; a
+// Beats counts liveness beats published (one per round).
+func (p *Publisher) Beats() int64 { return p.beats.Load() }
+
+// Publish takes the next window and publishes one checkpoint per (tenant, type) with events in
+// it, each on that pair's event subject, and one beat on the origin's beat subject
+// (wire.BeatSubject), and returns how many checkpoints it published. Quiet pairs are not
+// repeated (issue 21 item 3: a round costs what happened plus one beat): the beat keeps the
+// origin alive for every consumer (liveness) and makes consumers re-evaluate their lanes of this
+// origin that hold holes. The window advances only when every message was acknowledged; a
 // replica that lost the window to another gets nothing and publishes nothing.
 func (p *Publisher) Publish(ctx context.Context) (int, error) {
 	tx, err := p.Pool.Begin(ctx)
@@ -65,11 +72,18 @@ func (p *Publisher) Publish(ctx context.Context) (int, error) {
 	if err != nil {
 		return 0, err
 	}
+	if len(rows) == 0 {
+		return 0, nil // another replica holds the window this round
+	}
 	var order []wire.Checkpoint
 	at := time.Now().UTC()
+	var beat *wire.Beat
 	for _, row := range rows {
 		if row.EventType == nil {
-			continue // the origin has never emitted anything: no (tenant, type) subject to prove
+			// The liveness row, one per round: the origin's beat.
+			beat = &wire.Beat{Origin: p.Service, IntervalS: max(1, int(p.Interval.Seconds())),
+				Generation: generation, At: at, From: row.From, To: row.To}
+			continue
 		}
 		order = append(order, wire.Checkpoint{Origin: p.Service,
 			IntervalS: max(1, int(p.Interval.Seconds())), Generation: generation, From: row.From, To: row.To,
@@ -107,10 +121,26 @@ func (p *Publisher) Publish(ctx context.Context) (int, error) {
 		}
 		futures = append(futures, f)
 	}
+	// The beat goes last: published after the round's checkpoints, so a consumer that sees it
+	// has been offered every checkpoint of the round on the pairs' subjects.
+	if beat != nil {
+		msg, err := wire.BeatMessage(*beat)
+		if err != nil {
+			return 0, err
+		}
+		f, err := p.JS.PublishMsgAsync(msg)
+		if err != nil {
+			return 0, fmt.Errorf("publish beat: %w", err)
+		}
+		futures = append(futures, f)
+	}
 	for i, f := range futures {
 		select {
 		case <-f.Ok():
 		case err := <-f.Err():
+			if i >= len(order) {
+				return 0, fmt.Errorf("publish beat: %w", err)
+			}
 			return 0, fmt.Errorf("publish checkpoint for %q/%s: %w", order[i].Tenants[0].Tenant, order[i].Type, err)
 		case <-publishCtx.Done():
 			return 0, fmt.Errorf("publish checkpoint round: %w", publishCtx.Err())
@@ -120,6 +150,9 @@ func (p *Publisher) Publish(ctx context.Context) (int, error) {
 		return 0, err
 	}
 	p.published.Add(int64(len(order)))
+	if beat != nil {
+		p.beats.Add(1)
+	}
 	return len(order), nil
 }
 
