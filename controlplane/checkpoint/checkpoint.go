@@ -1,6 +1,7 @@
 // Package checkpoint is continuity checking: the origin publishes, every interval, what it
-// emitted per (tenant, type) in the next origin_seq window, one message on each (tenant, type)'s
-// own event subject (so a consumer subscribed to some tenants sees only theirs);
+// emitted per (tenant, type) in the next origin_seq window, one message on the event subject of
+// each (tenant, type) with events in it (so a consumer subscribed to some tenants sees only
+// theirs), and one beat on its beat subject (liveness; quiet pairs are not repeated);
 // each consumer verifies its store against it (SQL: lanes, floors, holes, two-cycle
 // confirmation, or confirmation at first sight when the inbox proved order) and acts on confirmed gaps: a capped, directed redelivery request for exactly the
 // missing type_seq ranges, or in report-only mode the record of the request it would send.
@@ -174,6 +175,7 @@ type Verifier struct {
 	waited      map[string]int               // (origin, tenant, type) -> rounds its holes waited for the cap
 	cappedAt    map[string]time.Time         // (origin, tenant, type) -> the last round it waited in
 	received    atomic.Int64
+	beats       atomic.Int64
 	gaps        atomic.Int64
 	requests    atomic.Int64
 }
@@ -182,6 +184,9 @@ type Verifier struct {
 func (v *Verifier) Counts() (received, gaps, requests int64) {
 	return v.received.Load(), v.gaps.Load(), v.requests.Load()
 }
+
+// Beats counts other origins' beats received.
+func (v *Verifier) Beats() int64 { return v.beats.Load() }
 
 // Handle verifies one checkpoint message whose order nobody proved (two-cycle confirmation).
 // Own checkpoints are ignored.
@@ -198,15 +203,8 @@ func (v *Verifier) Verify(ctx context.Context, cp wire.Checkpoint, ordered bool)
 		return nil
 	}
 	v.received.Add(1)
-	restored, err := store.OriginObserve(ctx, v.Pool, store.OriginSighting{Origin: cp.Origin,
-		// The address is computed from the authenticated names, never the message's (invariant 12).
-		Control:   wire.ControlSubjectFrom(cp.Origin, v.Service),
-		IntervalS: cp.IntervalS, Generation: cp.Generation, To: cp.To})
-	if err != nil {
+	if err := v.observe(ctx, cp.Origin, cp.IntervalS, cp.Generation, cp.To); err != nil {
 		return err
-	}
-	if restored {
-		v.Logger.Info("checkpoint: origin speaks again, liveness alarm cleared", "origin", cp.Origin)
 	}
 	w := window(cp)
 	w.Ordered = ordered
@@ -214,6 +212,51 @@ func (v *Verifier) Verify(ctx context.Context, cp wire.Checkpoint, ordered bool)
 	if err != nil {
 		return err
 	}
+	return v.judge(ctx, cp, lanes)
+}
+
+// Beat takes one beat of another origin (one per round, on wire.BeatSubject): the origin is
+// alive (liveness, silent_origins), and this store's lanes of it that hold holes are
+// re-evaluated as a heartbeat checkpoint once did for every pair (streamseal.verify_beat), so a
+// tail loss of a pair that went quiet is confirmed and requested, and a hole waiting for the cap
+// or for its re-ask deadline is offered again, without the origin repeating its quiet pairs.
+// Own beats are ignored.
+func (v *Verifier) Beat(ctx context.Context, b wire.Beat) error {
+	if b.Origin == v.Service {
+		return nil
+	}
+	v.beats.Add(1)
+	if err := v.observe(ctx, b.Origin, b.IntervalS, b.Generation, b.To); err != nil {
+		return err
+	}
+	lanes, err := store.CheckpointVerifyBeat(ctx, v.Pool, b.Origin, b.From, b.To)
+	if err != nil {
+		return err
+	}
+	// The beat names the round its checkpoints were taken in (At): re-asks share that round's cap.
+	return v.judge(ctx, wire.Checkpoint{Origin: b.Origin, IntervalS: b.IntervalS, Generation: b.Generation,
+		At: b.At, From: b.From, To: b.To}, lanes)
+}
+
+// observe records that origin spoke (a checkpoint or a beat): its address, interval, generation
+// and window end; a liveness alarm raised for it clears.
+func (v *Verifier) observe(ctx context.Context, origin string, intervalS int, generation, to int64) error {
+	restored, err := store.OriginObserve(ctx, v.Pool, store.OriginSighting{Origin: origin,
+		// The address is computed from the authenticated names, never the message's (invariant 12).
+		Control:   wire.ControlSubjectFrom(origin, v.Service),
+		IntervalS: intervalS, Generation: generation, To: to})
+	if err != nil {
+		return err
+	}
+	if restored {
+		v.Logger.Info("checkpoint: origin speaks again, liveness alarm cleared", "origin", origin)
+	}
+	return nil
+}
+
+// judge logs the gaps lanes newly confirmed and acts on their holes to request, for the round cp
+// names.
+func (v *Verifier) judge(ctx context.Context, cp wire.Checkpoint, lanes []store.LaneVerdict) error {
 	// Within a message, the lanes that waited longest for the cap go first (the tenants of one
 	// type take turns as the publisher's rotation makes the types take turns).
 	v.mu.Lock()
