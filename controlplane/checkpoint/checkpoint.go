@@ -170,6 +170,11 @@ type Verifier struct {
 	Logger  *slog.Logger
 	Metrics *metrics.Instruments // nil: not measured
 
+	// exclusive serializes a beat of an origin with that origin's checkpoints: each checkpoint
+	// touches only the lanes of its subject, which one inbox consumer verifies in order, but a
+	// beat touches every lane of the origin holding holes; run concurrently, both verdicts could
+	// offer the same hole before either marked it requested, and it would be asked twice.
+	exclusive   sync.Map // origin -> *sync.RWMutex: checkpoints read-lock, beats lock
 	mu          sync.Mutex
 	sentInRound map[string]map[time.Time]int // origin -> its recent rounds -> requests sent in each
 	waited      map[string]int               // (origin, tenant, type) -> rounds its holes waited for the cap
@@ -203,6 +208,9 @@ func (v *Verifier) Verify(ctx context.Context, cp wire.Checkpoint, ordered bool)
 		return nil
 	}
 	v.received.Add(1)
+	lock := v.originLock(cp.Origin)
+	lock.RLock()
+	defer lock.RUnlock()
 	if err := v.observe(ctx, cp.Origin, cp.IntervalS, cp.Generation, cp.To); err != nil {
 		return err
 	}
@@ -226,6 +234,9 @@ func (v *Verifier) Beat(ctx context.Context, b wire.Beat) error {
 		return nil
 	}
 	v.beats.Add(1)
+	lock := v.originLock(b.Origin)
+	lock.Lock()
+	defer lock.Unlock()
 	if err := v.observe(ctx, b.Origin, b.IntervalS, b.Generation, b.To); err != nil {
 		return err
 	}
@@ -236,6 +247,12 @@ func (v *Verifier) Beat(ctx context.Context, b wire.Beat) error {
 	// The beat names the round its checkpoints were taken in (At): re-asks share that round's cap.
 	return v.judge(ctx, wire.Checkpoint{Origin: b.Origin, IntervalS: b.IntervalS, Generation: b.Generation,
 		At: b.At, From: b.From, To: b.To}, lanes)
+}
+
+// originLock is origin's lock between its checkpoints and its beats (see exclusive).
+func (v *Verifier) originLock(origin string) *sync.RWMutex {
+	l, _ := v.exclusive.LoadOrStore(origin, &sync.RWMutex{})
+	return l.(*sync.RWMutex)
 }
 
 // observe records that origin spoke (a checkpoint or a beat): its address, interval, generation
