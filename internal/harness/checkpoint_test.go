@@ -344,6 +344,9 @@ func TestCheckpoint_AQuietOriginStaysAliveOnItsBeats(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t)
 	settings := fast(config.AutoRepairCapped, 10)
+	// A liveness window of 6 intervals: wide enough that a loaded machine does not starve the
+	// beats for that long, short enough to outlast in a few seconds.
+	settings.LivenessIntervals = 6
 	orders := start(t, h, "orders", harness.Options{Settings: settings}, nil)
 	billing := start(t, h, "billing", harness.Options{Settings: settings, Consumes: eventTypes[:1]}, nil)
 	services := []*harness.Service{orders, billing}
@@ -360,13 +363,16 @@ func TestCheckpoint_AQuietOriginStaysAliveOnItsBeats(t *testing.T) {
 	waitFor(t, "a beat after the catch-up", services, func() bool { return billing.Verifier.Beats() > first })
 	received, _, _ := billing.Verifier.Counts()
 	quietBeats := billing.Verifier.Beats()
-	// Twice the liveness window of quiet intervals, counted in beats (one per orders round);
-	// billing's own checkpoint job checks liveness every interval meanwhile.
-	waitFor(t, "2 x LivenessIntervals quiet beats", services, func() bool {
+	// More quiet rounds than the liveness window holds, counted in beats (one per orders round).
+	// The window is LivenessIntervals of the interval orders announces (whole seconds, at least
+	// one), longer than its rounds here; billing's checkpoint job checks liveness every round.
+	announced := time.Duration(max(1, int(settings.CheckpointInterval.Seconds()))) * time.Second
+	window := int64(settings.LivenessIntervals) * int64(announced/settings.CheckpointInterval)
+	waitFor(t, "quiet beats outlasting the liveness window", services, func() bool {
 		if silent() {
 			t.Fatal("liveness alarm raised for orders while it was quiet but alive")
 		}
-		return billing.Verifier.Beats() >= quietBeats+int64(2*settings.LivenessIntervals)
+		return billing.Verifier.Beats() >= quietBeats+window+4
 	})
 	if silent() {
 		t.Fatal("liveness alarm raised for orders while it was quiet but alive")
