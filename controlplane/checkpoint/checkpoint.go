@@ -1,6 +1,7 @@
 // Package checkpoint is continuity checking: the origin publishes, every interval, what it
-// emitted per (tenant, type) in the next origin_seq window, one message on each (tenant, type)'s
-// own event subject (so a consumer subscribed to some tenants sees only theirs);
+// emitted per (tenant, type) in the next origin_seq window, one message on the event subject of
+// each (tenant, type) with events in it (so a consumer subscribed to some tenants sees only
+// theirs), and one beat on its beat subject (liveness; quiet pairs are not repeated);
 // each consumer verifies its store against it (SQL: lanes, floors, holes, two-cycle
 // confirmation, or confirmation at first sight when the inbox proved order) and acts on confirmed gaps: a capped, directed redelivery request for exactly the
 // missing type_seq ranges, or in report-only mode the record of the request it would send.
@@ -41,15 +42,22 @@ type Publisher struct {
 	Logger  *slog.Logger
 
 	published atomic.Int64
+	beats     atomic.Int64
 	rounds    atomic.Int64 // rotates which type's message leads a round
 }
 
-// Published counts checkpoint messages published.
+// Published counts checkpoint messages published (one per (tenant, type) with events in a window).
 func (p *Publisher) Published() int64 { return p.published.Load() }
 
-// Publish takes the next window and publishes one checkpoint per (tenant, type) the origin ever
-// numbered (quiet pairs too: heartbeats), each on that pair's event subject, and returns how
-// many messages it published. The window advances only when every message was acknowledged; a
+// Beats counts liveness beats published (one per round).
+func (p *Publisher) Beats() int64 { return p.beats.Load() }
+
+// Publish takes the next window and publishes one checkpoint per (tenant, type) with events in
+// it, each on that pair's event subject, and one beat on the origin's beat subject
+// (wire.BeatSubject), and returns how many checkpoints it published. Quiet pairs are not
+// repeated (issue 21 item 3: a round costs what happened plus one beat): the beat keeps the
+// origin alive for every consumer (liveness) and makes consumers re-evaluate their lanes of this
+// origin that hold holes. The window advances only when every message was acknowledged; a
 // replica that lost the window to another gets nothing and publishes nothing.
 func (p *Publisher) Publish(ctx context.Context) (int, error) {
 	tx, err := p.Pool.Begin(ctx)
@@ -65,11 +73,18 @@ func (p *Publisher) Publish(ctx context.Context) (int, error) {
 	if err != nil {
 		return 0, err
 	}
+	if len(rows) == 0 {
+		return 0, nil // another replica holds the window this round
+	}
 	var order []wire.Checkpoint
 	at := time.Now().UTC()
+	var beat *wire.Beat
 	for _, row := range rows {
 		if row.EventType == nil {
-			continue // the origin has never emitted anything: no (tenant, type) subject to prove
+			// The liveness row, one per round: the origin's beat.
+			beat = &wire.Beat{Origin: p.Service, IntervalS: max(1, int(p.Interval.Seconds())),
+				Generation: generation, At: at, From: row.From, To: row.To}
+			continue
 		}
 		order = append(order, wire.Checkpoint{Origin: p.Service,
 			IntervalS: max(1, int(p.Interval.Seconds())), Generation: generation, From: row.From, To: row.To,
@@ -107,10 +122,26 @@ func (p *Publisher) Publish(ctx context.Context) (int, error) {
 		}
 		futures = append(futures, f)
 	}
+	// The beat goes last: published after the round's checkpoints, so a consumer that sees it
+	// has been offered every checkpoint of the round on the pairs' subjects.
+	if beat != nil {
+		msg, err := wire.BeatMessage(*beat)
+		if err != nil {
+			return 0, err
+		}
+		f, err := p.JS.PublishMsgAsync(msg)
+		if err != nil {
+			return 0, fmt.Errorf("publish beat: %w", err)
+		}
+		futures = append(futures, f)
+	}
 	for i, f := range futures {
 		select {
 		case <-f.Ok():
 		case err := <-f.Err():
+			if i >= len(order) {
+				return 0, fmt.Errorf("publish beat: %w", err)
+			}
 			return 0, fmt.Errorf("publish checkpoint for %q/%s: %w", order[i].Tenants[0].Tenant, order[i].Type, err)
 		case <-publishCtx.Done():
 			return 0, fmt.Errorf("publish checkpoint round: %w", publishCtx.Err())
@@ -120,6 +151,9 @@ func (p *Publisher) Publish(ctx context.Context) (int, error) {
 		return 0, err
 	}
 	p.published.Add(int64(len(order)))
+	if beat != nil {
+		p.beats.Add(1)
+	}
 	return len(order), nil
 }
 
@@ -136,11 +170,17 @@ type Verifier struct {
 	Logger  *slog.Logger
 	Metrics *metrics.Instruments // nil: not measured
 
+	// exclusive serializes a beat of an origin with that origin's checkpoints: each checkpoint
+	// touches only the lanes of its subject, which one inbox consumer verifies in order, but a
+	// beat touches every lane of the origin holding holes; run concurrently, both verdicts could
+	// offer the same hole before either marked it requested, and it would be asked twice.
+	exclusive   sync.Map // origin -> *sync.RWMutex: checkpoints read-lock, beats lock
 	mu          sync.Mutex
 	sentInRound map[string]map[time.Time]int // origin -> its recent rounds -> requests sent in each
 	waited      map[string]int               // (origin, tenant, type) -> rounds its holes waited for the cap
 	cappedAt    map[string]time.Time         // (origin, tenant, type) -> the last round it waited in
 	received    atomic.Int64
+	beats       atomic.Int64
 	gaps        atomic.Int64
 	requests    atomic.Int64
 }
@@ -149,6 +189,9 @@ type Verifier struct {
 func (v *Verifier) Counts() (received, gaps, requests int64) {
 	return v.received.Load(), v.gaps.Load(), v.requests.Load()
 }
+
+// Beats counts other origins' beats received.
+func (v *Verifier) Beats() int64 { return v.beats.Load() }
 
 // Handle verifies one checkpoint message whose order nobody proved (two-cycle confirmation).
 // Own checkpoints are ignored.
@@ -165,15 +208,11 @@ func (v *Verifier) Verify(ctx context.Context, cp wire.Checkpoint, ordered bool)
 		return nil
 	}
 	v.received.Add(1)
-	restored, err := store.OriginObserve(ctx, v.Pool, store.OriginSighting{Origin: cp.Origin,
-		// The address is computed from the authenticated names, never the message's (invariant 12).
-		Control:   wire.ControlSubjectFrom(cp.Origin, v.Service),
-		IntervalS: cp.IntervalS, Generation: cp.Generation, To: cp.To})
-	if err != nil {
+	lock := v.originLock(cp.Origin)
+	lock.RLock()
+	defer lock.RUnlock()
+	if err := v.observe(ctx, cp.Origin, cp.IntervalS, cp.Generation, cp.To); err != nil {
 		return err
-	}
-	if restored {
-		v.Logger.Info("checkpoint: origin speaks again, liveness alarm cleared", "origin", cp.Origin)
 	}
 	w := window(cp)
 	w.Ordered = ordered
@@ -181,6 +220,60 @@ func (v *Verifier) Verify(ctx context.Context, cp wire.Checkpoint, ordered bool)
 	if err != nil {
 		return err
 	}
+	return v.judge(ctx, cp, lanes)
+}
+
+// Beat takes one beat of another origin (one per round, on wire.BeatSubject): the origin is
+// alive (liveness, silent_origins), and this store's lanes of it that hold holes are
+// re-evaluated as a heartbeat checkpoint once did for every pair (streamseal.verify_beat), so a
+// tail loss of a pair that went quiet is confirmed and requested, and a hole waiting for the cap
+// or for its re-ask deadline is offered again, without the origin repeating its quiet pairs.
+// Own beats are ignored.
+func (v *Verifier) Beat(ctx context.Context, b wire.Beat) error {
+	if b.Origin == v.Service {
+		return nil
+	}
+	v.beats.Add(1)
+	lock := v.originLock(b.Origin)
+	lock.Lock()
+	defer lock.Unlock()
+	if err := v.observe(ctx, b.Origin, b.IntervalS, b.Generation, b.To); err != nil {
+		return err
+	}
+	lanes, err := store.CheckpointVerifyBeat(ctx, v.Pool, b.Origin, b.From, b.To)
+	if err != nil {
+		return err
+	}
+	// The beat names the round its checkpoints were taken in (At): re-asks share that round's cap.
+	return v.judge(ctx, wire.Checkpoint{Origin: b.Origin, IntervalS: b.IntervalS, Generation: b.Generation,
+		At: b.At, From: b.From, To: b.To}, lanes)
+}
+
+// originLock is origin's lock between its checkpoints and its beats (see exclusive).
+func (v *Verifier) originLock(origin string) *sync.RWMutex {
+	l, _ := v.exclusive.LoadOrStore(origin, &sync.RWMutex{})
+	return l.(*sync.RWMutex)
+}
+
+// observe records that origin spoke (a checkpoint or a beat): its address, interval, generation
+// and window end; a liveness alarm raised for it clears.
+func (v *Verifier) observe(ctx context.Context, origin string, intervalS int, generation, to int64) error {
+	restored, err := store.OriginObserve(ctx, v.Pool, store.OriginSighting{Origin: origin,
+		// The address is computed from the authenticated names, never the message's (invariant 12).
+		Control:   wire.ControlSubjectFrom(origin, v.Service),
+		IntervalS: intervalS, Generation: generation, To: to})
+	if err != nil {
+		return err
+	}
+	if restored {
+		v.Logger.Info("checkpoint: origin speaks again, liveness alarm cleared", "origin", origin)
+	}
+	return nil
+}
+
+// judge logs the gaps lanes newly confirmed and acts on their holes to request, for the round cp
+// names.
+func (v *Verifier) judge(ctx context.Context, cp wire.Checkpoint, lanes []store.LaneVerdict) error {
 	// Within a message, the lanes that waited longest for the cap go first (the tenants of one
 	// type take turns as the publisher's rotation makes the types take turns).
 	v.mu.Lock()

@@ -46,6 +46,11 @@ type Inbox struct {
 	// none is still pending redelivery, so what the checkpoint counts and this store lacks is
 	// loss already (detection in one interval). See orderProof.
 	OnCheckpoint func(ctx context.Context, cp wire.Checkpoint, ordered bool) error
+	// OnBeat takes an origin's beat (wire.BeatSubject, one per checkpoint round), consumed by
+	// one more durable per origin subscribed to (wire.BeatFilters); the beat is acked when it
+	// returns nil. A beat counts no events: it keeps the origin alive and re-evaluates the lanes
+	// holding holes while their pairs are quiet.
+	OnBeat func(ctx context.Context, b wire.Beat) error
 	// MaxDeliver bounds the deliveries of one message (wire.MaxDeliverDefault when zero): a
 	// message still failing then is recorded as rejected and terminated. An event lost that way
 	// is a hole the next checkpoint names and repair fetches (invariant 1), not a wedge (13).
@@ -226,7 +231,8 @@ func (in *Inbox) reprove(ctx context.Context, cons jetstream.Consumer, order *or
 
 // filters derives one JetStream filter subject per subscription, leaving out a filter another
 // one covers (a named origin under an any-origin subscription of the type, a named tenant under
-// an every-tenant one), so no message reaches two consumers.
+// an every-tenant one), so no message reaches two consumers, and the beat filters of the origins
+// subscribed to (wire.BeatFilters).
 func (in *Inbox) filters(ctx context.Context) ([]string, error) {
 	subs, err := store.Subscriptions(ctx, in.Pool)
 	if err != nil {
@@ -236,8 +242,9 @@ func (in *Inbox) filters(ctx context.Context) ([]string, error) {
 		return a.EventType == b.EventType && (a.Origin == "*" || a.Origin == b.Origin) &&
 			(a.AllTenants || (!b.AllTenants && a.Tenant == b.Tenant))
 	}
-	var out []string
+	var out, origins []string
 	for i, sub := range subs {
+		origins = append(origins, sub.Origin)
 		covered := false
 		for j, other := range subs {
 			if i != j && covers(other, sub) && (!covers(sub, other) || j < i) {
@@ -250,7 +257,8 @@ func (in *Inbox) filters(ctx context.Context) ([]string, error) {
 		}
 		out = append(out, wire.InboxFilter(sub.Origin, sub.Tenant, sub.AllTenants, sub.EventType))
 	}
-	return out, nil
+	// One more durable per origin subscribed to (or one for every origin): its beats.
+	return append(out, wire.BeatFilters(origins)...), nil
 }
 
 // store handles one fetched batch in stream order: runs of events are ingested in one
@@ -260,14 +268,19 @@ func (in *Inbox) store(ctx context.Context, msgs []jetstream.Msg, order *orderPr
 	start := 0
 	for i, m := range msgs {
 		order.observe(m)
-		if !wire.IsCheckpoint(m.Headers()) {
+		beat := wire.IsBeat(m.Headers())
+		if !beat && !wire.IsCheckpoint(m.Headers()) {
 			continue
 		}
 		if err := in.storeEvents(ctx, msgs[start:i]); err != nil {
 			return err
 		}
 		start = i + 1
-		if err := in.checkpoint(ctx, m, order.proven); err != nil {
+		handle := func() error { return in.checkpoint(ctx, m, order.proven) }
+		if beat {
+			handle = func() error { return in.beat(ctx, m) }
+		}
+		if err := handle(); err != nil {
 			if wire.Permanent(err) {
 				// A checkpoint SQL refuses will be refused again: recorded and terminated, and
 				// the events behind it go on (invariant 13).
@@ -314,6 +327,26 @@ func (in *Inbox) checkpoint(ctx context.Context, m jetstream.Msg, ordered bool) 
 	if in.OnCheckpoint != nil {
 		if err := in.OnCheckpoint(ctx, cp, ordered); err != nil {
 			in.Logger.Warn("inbox: checkpoint not verified, will be redelivered", "origin", cp.Origin, "type", cp.Type, "err", err)
+			return err
+		}
+	}
+	_ = m.Ack()
+	return nil
+}
+
+// beat hands one origin beat to OnBeat and acks it; a beat that does not decode or rides another
+// origin's subject is recorded and terminated (invariant 12).
+func (in *Inbox) beat(ctx context.Context, m jetstream.Msg) error {
+	b, err := wire.DecodeBeat(m.Data())
+	if err != nil {
+		return in.reject(ctx, m, nil, err.Error())
+	}
+	if sender, ok := wire.BeatSender(m.Subject()); !ok || sender != b.Origin {
+		return in.reject(ctx, m, nil, fmt.Sprintf("%s: beat claims origin %q on subject %s", wire.DropForgedSender, b.Origin, m.Subject()))
+	}
+	if in.OnBeat != nil {
+		if err := in.OnBeat(ctx, b); err != nil {
+			in.Logger.Warn("inbox: beat not handled, will be redelivered", "origin", b.Origin, "err", err)
 			return err
 		}
 	}

@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -265,6 +267,87 @@ func TestInbox(t *testing.T) {
 		}
 		if lanes != 0 || origins != 0 {
 			t.Fatalf("forgeries touched %d lanes and %d known origins", lanes, origins)
+		}
+	})
+
+	// Liveness (issue 21 item 3): quiet pairs are not checkpointed, so each origin's beat rides
+	// its own subject, consumed by one more single-filter durable per origin subscribed to (one
+	// for every origin here: the subscriptions name any origin). Beats reach OnBeat whatever the
+	// tenants; a beat that does not decode or claims another origin than its subject is recorded
+	// and terminated (invariant 12), and no event or checkpoint consumer receives a beat.
+	t.Run("TakesEachOriginsBeatOnOneMoreDurable", func(t *testing.T) {
+		t.Parallel()
+		in, b := setup(t)
+		var mu sync.Mutex
+		var beats []string
+		in.OnBeat = func(_ context.Context, beat wire.Beat) error {
+			mu.Lock()
+			defer mu.Unlock()
+			beats = append(beats, beat.Origin)
+			return nil
+		}
+		var verified atomic.Int64
+		in.OnCheckpoint = func(context.Context, wire.Checkpoint, bool) error { verified.Add(1); return nil }
+		beat := func(origin string) *nats.Msg {
+			m, err := wire.BeatMessage(wire.Beat{Origin: origin, IntervalS: 1, At: time.Now(), From: 4, To: 4})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return m
+		}
+		forged := beat("mallory")
+		forged.Subject = wire.BeatSubject("orders")
+		malformed := beat("orders")
+		malformed.Data = []byte(`{"v":1,"origin":"orders","interval_s":0}`)
+		publish(t, b, beat("orders"), forged, malformed, beat("shipping"))
+		testrun.Go(t, "inbox", in.Run)
+		testrun.WaitFor(t, "two beats taken and two rejected", func() bool {
+			mu.Lock()
+			defer mu.Unlock()
+			return len(beats) == 2 && in.Counts().Rejected == 2
+		})
+		mu.Lock()
+		got := slices.Clone(beats)
+		mu.Unlock()
+		if !slices.Equal(got, []string{"orders", "shipping"}) {
+			t.Fatalf("beats taken from %v; want orders then shipping", got)
+		}
+		if verified.Load() != 0 || in.Counts().Stored != 0 {
+			t.Fatalf("a beat was taken as a checkpoint (%d) or an event (%d)", verified.Load(), in.Counts().Stored)
+		}
+		if _, err := b.nats.JS.Consumer(ctx, wire.EventsStream, wire.InboxDurable("billing", wire.BeatFilter("*"))); err != nil {
+			t.Fatalf("the beat durable: %v", err)
+		}
+	})
+
+	// Liveness with tenant grants: a consumer of one tenant of one origin still takes that
+	// origin's beat (its own durable on the named origin's beat filter), and no other origin's.
+	t.Run("ATenantScopedConsumerTakesItsOriginsBeat", func(t *testing.T) {
+		t.Parallel()
+		pool := dbtest.NewPool(t, "billing")
+		if err := store.SubscriptionsAdd(ctx, pool, "orders", eventTypes[:1], store.Tenants("acme")); err != nil {
+			t.Fatal(err)
+		}
+		srv := natstest.Start(t)
+		_, js := srv.Connect(t, "billing")
+		in := &inbox.Inbox{Pool: pool, JS: js, Service: "billing", Logger: testrun.Logger(t)}
+		got := make(chan string, 4)
+		in.OnBeat = func(_ context.Context, beat wire.Beat) error { got <- beat.Origin; return nil }
+		for _, origin := range []string{"shipping", "orders"} {
+			m, err := wire.BeatMessage(wire.Beat{Origin: origin, IntervalS: 1, At: time.Now()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := srv.JS.PublishMsg(ctx, m); err != nil {
+				t.Fatal(err)
+			}
+		}
+		testrun.Go(t, "inbox", in.Run)
+		if origin := testrun.Receive(t, "the subscribed origin's beat", got); origin != "orders" {
+			t.Fatalf("took the beat of %s; want orders only", origin)
+		}
+		if _, err := js.Consumer(ctx, wire.EventsStream, wire.InboxDurable("billing", wire.BeatFilter("orders"))); err != nil {
+			t.Fatalf("the beat durable of orders: %v", err)
 		}
 	})
 

@@ -118,6 +118,7 @@ func New(cfg Config) (*Node, error) {
 	n.Publisher = &checkpoint.Publisher{Pool: cfg.Pool, JS: js, Service: cfg.Service, Interval: settings.CheckpointInterval, Logger: logger}
 	n.Verifier = &checkpoint.Verifier{Pool: cfg.Pool, JS: js, Service: cfg.Service, Config: settings, Logger: logger, Metrics: ins}
 	n.Inbox.OnCheckpoint = n.Verifier.Verify
+	n.Inbox.OnBeat = n.Verifier.Beat
 	n.Manifest = &audit.ManifestServer{Pool: cfg.Pool, JS: js, Service: cfg.Service, MaxDigests: settings.MaxDigestsPerManifest, Logger: logger, Metrics: ins}
 	n.Auditor = &audit.Auditor{Pool: cfg.Pool, JS: js, Service: cfg.Service, Config: settings, Logger: logger, Metrics: ins,
 		Limits: audit.Limits{MaxDrillDownTypes: settings.MaxDrillDownTypesPerAudit, MaxDigests: settings.MaxDigestsPerManifest,
