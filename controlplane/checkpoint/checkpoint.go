@@ -9,6 +9,7 @@
 package checkpoint
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -177,8 +178,9 @@ type Verifier struct {
 	exclusive   sync.Map // origin -> *sync.RWMutex: checkpoints read-lock, beats lock
 	mu          sync.Mutex
 	sentInRound map[string]map[time.Time]int // origin -> its recent rounds -> requests sent in each
-	waited      map[string]int               // (origin, tenant, type) -> rounds its holes waited for the cap
-	cappedAt    map[string]time.Time         // (origin, tenant, type) -> the last round it waited in
+	served      map[string]int64             // (origin, tenant, type) -> when it last took the cap (serveSeq)
+	serveSeq    int64                        // counts the cap's grants: the fairness order's clock
+	cappedAt    map[string]time.Time         // (origin, tenant, type) -> the latest round it waited in
 	received    atomic.Int64
 	beats       atomic.Int64
 	gaps        atomic.Int64
@@ -274,11 +276,12 @@ func (v *Verifier) observe(ctx context.Context, origin string, intervalS int, ge
 // judge logs the gaps lanes newly confirmed and acts on their holes to request, for the round cp
 // names.
 func (v *Verifier) judge(ctx context.Context, cp wire.Checkpoint, lanes []store.LaneVerdict) error {
-	// Within a message, the lanes that waited longest for the cap go first (the tenants of one
-	// type take turns as the publisher's rotation makes the types take turns).
+	// Within a message (a beat offers many lanes), the least recently served lanes go first:
+	// the one fairness order act applies (the tenants of one type take turns as the publisher's
+	// rotation makes the types take turns).
 	v.mu.Lock()
 	slices.SortStableFunc(lanes, func(a, b store.LaneVerdict) int {
-		return v.waited[laneKey(cp.Origin, b)] - v.waited[laneKey(cp.Origin, a)]
+		return cmp.Compare(v.served[laneKey(cp.Origin, a)], v.served[laneKey(cp.Origin, b)])
 	})
 	v.mu.Unlock()
 	for _, l := range lanes {
@@ -315,13 +318,17 @@ func (v *Verifier) act(ctx context.Context, cp wire.Checkpoint, l store.LaneVerd
 	// cap; a quiet round repeats its window, so the round is named by when the origin took it.
 	// The inbox verifies each subject's messages on its own consumer, so one origin's rounds
 	// interleave across subjects: the counts of its recent rounds are kept, not just the last.
-	// Fairness (invariant 9) no longer follows from arrival order alone, since subjects race: a
-	// lane yields the cap to any lane of the origin that has waited longer and was still waiting
-	// in the previous round (so a lane that went quiet or healed cannot hold the cap back for
-	// more than one round).
+	// Fairness (invariant 9) no longer follows from arrival order alone, since subjects race and
+	// the beat (which re-offers every lane holding holes, on its own durable) races them all: one
+	// order serves checkpoints and beats alike, least recently served first. A lane yields the
+	// cap to any lane of the origin that was served less recently (or never) and was still
+	// waiting in the previous round or later (so a lane that went quiet or healed cannot hold the
+	// cap back for more than one round). Both marks ignore how many messages offered a lane and
+	// in which order: the grant clock only moves forward, and a late beat of an older round never
+	// moves a lane's latest waiting round back.
 	v.mu.Lock()
 	if v.sentInRound == nil {
-		v.sentInRound, v.waited, v.cappedAt = map[string]map[time.Time]int{}, map[string]int{}, map[string]time.Time{}
+		v.sentInRound, v.served, v.cappedAt = map[string]map[time.Time]int{}, map[string]int64{}, map[string]time.Time{}
 	}
 	rounds := v.sentInRound[cp.Origin]
 	if rounds == nil {
@@ -335,11 +342,13 @@ func (v *Verifier) act(ctx context.Context, cp wire.Checkpoint, l store.LaneVerd
 	key := laneKey(cp.Origin, l)
 	capped := rounds[at] >= v.Config.MaxAutoRepairRequestsPerCheckpoint || v.yields(cp.Origin, key, previousRound(rounds, at))
 	if capped {
-		v.waited[key]++
-		v.cappedAt[key] = at
+		if at.After(v.cappedAt[key]) {
+			v.cappedAt[key] = at
+		}
 	} else {
 		rounds[at]++
-		delete(v.waited, key)
+		v.serveSeq++
+		v.served[key] = v.serveSeq
 		delete(v.cappedAt, key)
 	}
 	forgetOldRounds(rounds)
@@ -397,15 +406,15 @@ func (v *Verifier) CheckLiveness(ctx context.Context) error {
 	return nil
 }
 
-// yields says whether lane key of origin must leave the cap to a lane of origin that has waited
-// more rounds and was still waiting in round prev (or later). Called with v.mu held.
+// yields says whether lane key of origin must leave the cap to a lane of origin that was served
+// less recently (or never) and was still waiting in round prev (or later). Called with v.mu held.
 func (v *Verifier) yields(origin, key string, prev time.Time) bool {
 	if prev.IsZero() {
 		return false
 	}
 	prefix := origin + "\x00"
-	for other, n := range v.waited {
-		if other != key && strings.HasPrefix(other, prefix) && n > v.waited[key] && !v.cappedAt[other].Before(prev) {
+	for other, waitedIn := range v.cappedAt {
+		if other != key && strings.HasPrefix(other, prefix) && v.served[other] < v.served[key] && !waitedIn.Before(prev) {
 			return true
 		}
 	}
