@@ -96,6 +96,21 @@ func (w *sightings) after(originSeq int64) []sighting {
 // then heals it.
 func TestCheckpoint_RequestsALossAfterOneCheckpoint(t *testing.T) {
 	t.Parallel()
+	requestsALossAfterOneCheckpoint(t, 0)
+}
+
+// Invariant 1, detection in one interval after a quiet spell (issue 21 item 3): the pair is not
+// checkpointed while quiet (only the origin's beats go out); when it speaks again and loses a
+// delivery, the first checkpoint covering the loss still requests it.
+func TestCheckpoint_RequestsALossAfterOneCheckpointAfterAQuietSpell(t *testing.T) {
+	t.Parallel()
+	requestsALossAfterOneCheckpoint(t, 3)
+}
+
+// requestsALossAfterOneCheckpoint: a lane is born, then quietBeats beats pass with no event
+// (none of them checkpoints the pair), then a delivery is lost; the first checkpoint covering it
+// requests it and the repair heals it.
+func requestsALossAfterOneCheckpoint(t *testing.T, quietBeats int) {
 	h := newHarness(t)
 	settings := fast(config.AutoRepairCapped, 10)
 	orders := start(t, h, "orders", harness.Options{Settings: settings, Grants: map[string][]string{"billing": eventTypes}}, nil)
@@ -112,6 +127,21 @@ func TestCheckpoint_RequestsALossAfterOneCheckpoint(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, "billing's lane born", services, func() bool { return laneFloor(t, billing, "orders", "acme", eventTypes[0]) == 1 })
+	if quietBeats > 0 {
+		var bornAt int64
+		_ = orders.Pool.QueryRow(context.Background(), "select origin_seq from streamseal.events where event_id = $1", warmUp.EventID).Scan(&bornAt)
+		waitFor(t, fmt.Sprintf("%d beats of a quiet spell verified", quietBeats), services, func() bool {
+			quiet := 0
+			for _, s := range seen.after(bornAt) {
+				if s.beat && s.from > bornAt {
+					quiet++
+				} else if !s.beat && s.from > bornAt {
+					t.Fatalf("the quiet pair was checkpointed: %+v", s)
+				}
+			}
+			return quiet >= quietBeats
+		})
+	}
 
 	var events []store.NewEvent
 	for v := int64(2); v <= 4; v++ {
