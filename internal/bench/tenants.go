@@ -36,7 +36,9 @@ var (
 // of a healthy whole-history audit and of the windowed audit above the seal at each tenant count,
 // whether the seal advanced at each, and the bytes of an audit finding one lost event in the
 // tenant that sorts last. RESULT: audit_bytes_flatness (healthy bytes at the largest size / at
-// the smallest, target <= 1.5), seal_advanced (1 when every size sealed), damaged_bytes.
+// the smallest, target <= 1.5), seal_advanced (1 when every size sealed), damaged_bytes; and the
+// checkpoint figures of issue 21 item 3 at each size (tenantsCheckpoints):
+// checkpoint_bytes_flatness, max_live_delay_intervals.
 func Tenants(ctx context.Context, newDB harness.NewDatabase, opts TenantsOptions, out io.Writer) error {
 	h, err := harness.New(ctx, newDB, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err != nil {
@@ -128,8 +130,12 @@ func Tenants(ctx context.Context, newDB harness.NewDatabase, opts TenantsOptions
 	fmt.Fprintf(out, "one event lost in tenant %s (sorts last of %d): audit %d bytes, %s, divergent buckets found %d\n",
 		last, loaded, damagedBytes, damagedTook.Round(time.Millisecond), found)
 	flatness := float64(healthy[len(healthy)-1]) / float64(healthy[0])
-	fmt.Fprintf(out, "RESULT tenants audit_bytes_flatness=%.3f seal_advanced=%d healthy_bytes_small=%d healthy_bytes_large=%d damaged_bytes=%d damaged_found=%d\n",
-		flatness, sealed, healthy[0], healthy[len(healthy)-1], damagedBytes, found)
+	checkpointFlatness, maxLiveDelay, err := tenantsCheckpoints(ctx, newDB, opts, out)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "RESULT tenants audit_bytes_flatness=%.3f checkpoint_bytes_flatness=%.3f seal_advanced=%d max_live_delay_intervals=%.3f healthy_bytes_small=%d healthy_bytes_large=%d damaged_bytes=%d damaged_found=%d\n",
+		flatness, checkpointFlatness, sealed, maxLiveDelay, healthy[0], healthy[len(healthy)-1], damagedBytes, found)
 	return nil
 }
 
