@@ -206,10 +206,48 @@ func (v *Verifier) Handle(ctx context.Context, cp wire.Checkpoint) error {
 // checkpoint announces be confirmed and requested at once instead of one checkpoint later.
 // Own checkpoints are ignored.
 func (v *Verifier) Verify(ctx context.Context, cp wire.Checkpoint, ordered bool) error {
+	return v.VerifyRun(ctx, []wire.Checkpoint{cp}, ordered)
+}
+
+// VerifyRun verifies a run of checkpoint messages that arrived back to back on one inbox
+// consumer (inbox.Inbox.OnCheckpoint), in order: consecutive messages of one round of one origin
+// and type (a round is one message per tenant) are verified as one window in one call, so a
+// round over many tenants costs the consumer a few statements, not one transaction per tenant,
+// and live events behind it on the same consumer are not held up (issue 21 item 3). Own
+// checkpoints are ignored.
+func (v *Verifier) VerifyRun(ctx context.Context, cps []wire.Checkpoint, ordered bool) error {
+	for len(cps) > 0 {
+		// A window names each tenant once (SQL refuses a repeat): a repeated message starts
+		// the next call.
+		n := 1
+		if len(cps[0].Tenants) == 1 {
+			tenants := map[string]bool{cps[0].Tenants[0].Tenant: true}
+			for n < len(cps) && sameWindow(cps[0], cps[n]) && len(cps[n].Tenants) == 1 && !tenants[cps[n].Tenants[0].Tenant] {
+				tenants[cps[n].Tenants[0].Tenant] = true
+				n++
+			}
+		}
+		if err := v.verifyWindow(ctx, cps[:n], ordered); err != nil {
+			return err
+		}
+		cps = cps[n:]
+	}
+	return nil
+}
+
+// sameWindow says whether two checkpoint messages belong to one round's window of one type.
+func sameWindow(a, b wire.Checkpoint) bool {
+	return a.Origin == b.Origin && a.Type == b.Type && a.From == b.From && a.To == b.To && a.At.Equal(b.At) &&
+		a.Generation == b.Generation && a.IntervalS == b.IntervalS
+}
+
+// verifyWindow verifies messages of one window (sameWindow) as one.
+func (v *Verifier) verifyWindow(ctx context.Context, cps []wire.Checkpoint, ordered bool) error {
+	cp := cps[0]
 	if cp.Origin == v.Service {
 		return nil
 	}
-	v.received.Add(1)
+	v.received.Add(int64(len(cps)))
 	lock := v.originLock(cp.Origin)
 	lock.RLock()
 	defer lock.RUnlock()
@@ -217,6 +255,9 @@ func (v *Verifier) Verify(ctx context.Context, cp wire.Checkpoint, ordered bool)
 		return err
 	}
 	w := window(cp)
+	for _, other := range cps[1:] {
+		w.Tenants = append(w.Tenants, window(other).Tenants...)
+	}
 	w.Ordered = ordered
 	lanes, err := store.CheckpointVerify(ctx, v.Pool, w)
 	if err != nil {

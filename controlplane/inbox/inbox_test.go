@@ -225,7 +225,7 @@ func TestInbox(t *testing.T) {
 		t.Parallel()
 		in, b := setup(t)
 		var verified atomic.Int64
-		in.OnCheckpoint = func(context.Context, wire.Checkpoint, bool) error { verified.Add(1); return nil }
+		in.OnCheckpoint = func(_ context.Context, cps []wire.Checkpoint, _ bool) error { verified.Add(int64(len(cps))); return nil }
 
 		onMallorys := wire.EventMessage(ordersEvent(1, 1, eventTypes[0]))
 		onMallorys.Subject = wire.LiveSubject("mallory", "acme", eventTypes[0])
@@ -287,7 +287,7 @@ func TestInbox(t *testing.T) {
 			return nil
 		}
 		var verified atomic.Int64
-		in.OnCheckpoint = func(context.Context, wire.Checkpoint, bool) error { verified.Add(1); return nil }
+		in.OnCheckpoint = func(_ context.Context, cps []wire.Checkpoint, _ bool) error { verified.Add(int64(len(cps))); return nil }
 		beat := func(origin string) *nats.Msg {
 			m, err := wire.BeatMessage(wire.Beat{Origin: origin, IntervalS: 1, At: time.Now(), From: 4, To: 4})
 			if err != nil {
@@ -412,7 +412,7 @@ func TestInbox(t *testing.T) {
 		type call struct{ held int }
 		calls := make(chan call, 4)
 		var failed atomic.Bool
-		in.OnCheckpoint = func(ctx context.Context, cp wire.Checkpoint, _ bool) error {
+		in.OnCheckpoint = func(ctx context.Context, _ []wire.Checkpoint, _ bool) error {
 			held := len(copiesOf(t, b.pool, "orders"))
 			calls <- call{held}
 			if failed.CompareAndSwap(false, true) {
@@ -455,6 +455,53 @@ func TestInbox(t *testing.T) {
 		}
 	})
 
+	// Issue 21 item 3 (checkpoints never delay live events) with invariant 1: a round over many
+	// tenants is one checkpoint message per tenant; the checkpoints that come back to back in a
+	// fetched batch are handed to the verifier as runs, not one call (one transaction) each, and
+	// still only after the events before them are stored, every one of them acknowledged.
+	t.Run("HandsARoundOfManyTenantsOverInRuns", func(t *testing.T) {
+		t.Parallel()
+		in, b := setup(t)
+		const tenants = 40
+		var calls, verified atomic.Int64
+		var early atomic.Bool
+		in.OnCheckpoint = func(ctx context.Context, cps []wire.Checkpoint, _ bool) error {
+			if len(copiesOf(t, b.pool, "orders")) < 3 {
+				early.Store(true)
+			}
+			calls.Add(1)
+			verified.Add(int64(len(cps)))
+			return nil
+		}
+		for seq := int64(1); seq <= 3; seq++ {
+			publish(t, b, wire.EventMessage(ordersEvent(seq, seq, eventTypes[0])))
+		}
+		at := time.Now().UTC()
+		for i := range tenants {
+			cp, err := wire.CheckpointMessage(wire.Checkpoint{Origin: "orders", IntervalS: 60, At: at, From: 4, To: 4 + tenants,
+				Type: eventTypes[0], Tenants: []wire.CheckpointTenant{{Tenant: fmt.Sprintf("t%03d", i), N: 0}}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			publish(t, b, cp)
+		}
+		testrun.Go(t, "inbox", in.Run)
+		testrun.WaitFor(t, "every tenant's checkpoint verified and acknowledged", func() bool {
+			info, err := b.nats.JS.Consumer(ctx, wire.EventsStream, wire.InboxDurable("billing", wire.LiveFilter("*", "*", eventTypes[0])))
+			if err != nil {
+				return false
+			}
+			i, err := info.Info(ctx)
+			return err == nil && verified.Load() == tenants && i.NumAckPending == 0 && i.NumPending == 0
+		})
+		if early.Load() {
+			t.Fatal("checkpoints were verified before the events ahead of them were stored")
+		}
+		if n := calls.Load(); n > tenants/10 {
+			t.Fatalf("%d checkpoints back to back reached the verifier in %d calls; want runs (at most %d calls)", tenants, n, tenants/10)
+		}
+	})
+
 	// Detection in one interval (invariant 1): a checkpoint is handed over as ordered only while
 	// every delivery before it was this inbox's own first delivery, handled to the end. A
 	// checkpoint redelivered after a failed verification is not ordered; once the idle consumer
@@ -464,7 +511,7 @@ func TestInbox(t *testing.T) {
 		in, b := setup(t)
 		calls := make(chan bool, 8)
 		var failed atomic.Bool
-		in.OnCheckpoint = func(ctx context.Context, cp wire.Checkpoint, ordered bool) error {
+		in.OnCheckpoint = func(ctx context.Context, _ []wire.Checkpoint, ordered bool) error {
 			calls <- ordered
 			if failed.CompareAndSwap(false, true) {
 				return fmt.Errorf("the verifier fails once")
@@ -508,7 +555,7 @@ func TestInbox(t *testing.T) {
 		t.Parallel()
 		in, b := setup(t)
 		calls := make(chan bool, 4)
-		in.OnCheckpoint = func(ctx context.Context, cp wire.Checkpoint, ordered bool) error {
+		in.OnCheckpoint = func(ctx context.Context, _ []wire.Checkpoint, ordered bool) error {
 			calls <- ordered
 			return nil
 		}

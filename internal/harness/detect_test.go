@@ -32,8 +32,8 @@ type sightings struct {
 func (w *sightings) wrap(eventType string) func(*harness.Service) {
 	return func(s *harness.Service) {
 		inner := s.Inbox.OnCheckpoint
-		s.Inbox.OnCheckpoint = func(ctx context.Context, cp wire.Checkpoint, ordered bool) error {
-			if err := inner(ctx, cp, ordered); err != nil || cp.Type != eventType {
+		s.Inbox.OnCheckpoint = func(ctx context.Context, cps []wire.Checkpoint, ordered bool) error {
+			if err := inner(ctx, cps, ordered); err != nil {
 				return err
 			}
 			var n int
@@ -41,7 +41,11 @@ func (w *sightings) wrap(eventType string) func(*harness.Service) {
 				return err
 			}
 			w.mu.Lock()
-			w.seen = append(w.seen, sighting{from: cp.From, to: cp.To, ordered: ordered, requested: n})
+			for _, cp := range cps {
+				if cp.Type == eventType {
+					w.seen = append(w.seen, sighting{from: cp.From, to: cp.To, ordered: ordered, requested: n})
+				}
+			}
 			w.mu.Unlock()
 			return nil
 		}
