@@ -225,7 +225,10 @@ func TestInbox(t *testing.T) {
 		t.Parallel()
 		in, b := setup(t)
 		var verified atomic.Int64
-		in.OnCheckpoint = func(_ context.Context, cps []wire.Checkpoint, _ bool) error { verified.Add(int64(len(cps))); return nil }
+		in.OnCheckpoint = func(_ context.Context, cps []wire.Checkpoint, _ bool) error {
+			verified.Add(int64(len(cps)))
+			return nil
+		}
 
 		onMallorys := wire.EventMessage(ordersEvent(1, 1, eventTypes[0]))
 		onMallorys.Subject = wire.LiveSubject("mallory", "acme", eventTypes[0])
@@ -287,7 +290,10 @@ func TestInbox(t *testing.T) {
 			return nil
 		}
 		var verified atomic.Int64
-		in.OnCheckpoint = func(_ context.Context, cps []wire.Checkpoint, _ bool) error { verified.Add(int64(len(cps))); return nil }
+		in.OnCheckpoint = func(_ context.Context, cps []wire.Checkpoint, _ bool) error {
+			verified.Add(int64(len(cps)))
+			return nil
+		}
 		beat := func(origin string) *nats.Msg {
 			m, err := wire.BeatMessage(wire.Beat{Origin: origin, IntervalS: 1, At: time.Now(), From: 4, To: 4})
 			if err != nil {
