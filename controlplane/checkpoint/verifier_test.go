@@ -162,4 +162,71 @@ func TestVerifier(t *testing.T) {
 			t.Fatalf("served %v over five capped rounds; want at most one a round, every lane once", order)
 		}
 	})
+
+	// Invariants 1 and 6 with a round verified as a run (issue 21 item 3): the messages of one
+	// window over many tenants are verified in one call; the one tenant that lost its event is
+	// named and requested (once), every other lane's floor moves to its last event, and a
+	// message of the next window in the same run is verified as its own window.
+	t.Run("ARunOfOneRoundNamesTheOneTenantThatLost", func(t *testing.T) {
+		t.Parallel()
+		pool := dbtest.NewPool(t, "billing")
+		if err := store.SubscriptionsAdd(ctx, pool, "orders", []string{"order.placed"}, store.AllTenants()); err != nil {
+			t.Fatal(err)
+		}
+		const tenants = 30
+		cfg := config.Defaults()
+		cfg.RepairMode = config.ReportOnly
+		v := &checkpoint.Verifier{Pool: pool, Service: "billing", Config: cfg, Logger: testrun.Logger(t)}
+		at := time.Now().UTC()
+		// round makes every tenant's type_seq ts (at origin_seq base+i+1) but lose's, and the
+		// run of the round's messages.
+		round := func(base int64, ts int64, lose string) ([]store.EventCopy, []wire.Checkpoint) {
+			var copies []store.EventCopy
+			var run []wire.Checkpoint
+			for i := range tenants {
+				tenant := fmt.Sprintf("t%03d", i)
+				if tenant != lose {
+					copies = append(copies, store.EventCopy{EventID: uuid.New(), Origin: "orders", OriginSeq: base + int64(i) + 1, TypeSeq: ts,
+						Tenant: tenant, StreamID: tenant, StreamVersion: ts, EventType: "order.placed", Payload: []byte("{}"), OccurredAt: at})
+				}
+				run = append(run, wire.Checkpoint{Origin: "orders", IntervalS: 1, At: at.Add(time.Duration(ts) * time.Second),
+					From: base + 1, To: base + tenants + 1, Type: "order.placed",
+					Tenants: []wire.CheckpointTenant{{Tenant: tenant, N: 1, First: &ts, Last: &ts}}})
+			}
+			return copies, run
+		}
+		// Round 1 gives every lane its birth.
+		copies, run := round(0, 1, "")
+		if _, err := store.EventsIngest(ctx, pool, copies); err != nil {
+			t.Fatal(err)
+		}
+		if err := v.VerifyRun(ctx, run, true); err != nil {
+			t.Fatal(err)
+		}
+		// Round 2 loses t017's event; round 3's message for t000 rides in the same run.
+		copies, run = round(tenants, 2, "t017")
+		three := int64(3)
+		copies = append(copies, store.EventCopy{EventID: uuid.New(), Origin: "orders", OriginSeq: 2*tenants + 1, TypeSeq: 3,
+			Tenant: "t000", StreamID: "t000", StreamVersion: 3, EventType: "order.placed", Payload: []byte("{}"), OccurredAt: at})
+		run = append(run, wire.Checkpoint{Origin: "orders", IntervalS: 1, At: at.Add(3 * time.Second), From: 2*tenants + 1, To: 2*tenants + 2,
+			Type: "order.placed", Tenants: []wire.CheckpointTenant{{Tenant: "t000", N: 1, First: &three, Last: &three}}})
+		if _, err := store.EventsIngest(ctx, pool, copies); err != nil {
+			t.Fatal(err)
+		}
+		if err := v.VerifyRun(ctx, run, true); err != nil {
+			t.Fatal(err)
+		}
+		if received, gaps, requests := v.Counts(); received != 2*tenants+1 || gaps != 1 || requests != 1 {
+			t.Fatalf("received %d, gaps %d, requests %d; want %d received, the one loss named and requested once", received, gaps, requests, 2*tenants+1)
+		}
+		var lost, atTop int
+		if err := pool.QueryRow(ctx, `select count(*) filter (where tenant = 't017' and floor = 1 and confirmed = '{[2,3)}'),
+			       count(*) filter (where tenant <> 't017' and floor = case tenant when 't000' then 3 else 2 end)
+			from streamseal.lanes where origin = 'orders'`).Scan(&lost, &atTop); err != nil {
+			t.Fatal(err)
+		}
+		if lost != 1 || atTop != tenants-1 {
+			t.Fatalf("lanes: %d with t017's hole confirmed below its floor, %d others at their last event; want 1 and %d", lost, atTop, tenants-1)
+		}
+	})
 }
