@@ -528,8 +528,9 @@ $$;
 -- mark_requested records that type_seqs of a lane were asked for (a redelivery request went to
 -- the origin), so checkpoints do not return them in to_request again before their deadline.
 -- requested keeps only what is still missing: a range that arrives leaves it. The deadline is
--- the repair backoff (backoff.sql): a re-ask (type_seqs overlaps what was requested) counts an
--- attempt and waits longer; a first ask starts the ladder at one attempt; a new range added
+-- the repair backoff (backoff.sql), or twice the origin's recent answer time when that is longer
+-- (_origin_answer_time, capped at the slowest rung): a re-ask (type_seqs overlaps what was
+-- requested) counts an attempt and waits longer; a first ask starts the ladder at one attempt; a new range added
 -- while the lane waits joins the running deadline without an attempt (it was never asked).
 -- now_at is the clock (injectable for tests). Returns the lane's attempts after the call:
 -- attempts >= max_attempts means the budget is spent (the caller raises the alarm; the lane
@@ -561,15 +562,23 @@ begin
         where l.origin = mark_requested.origin and l.tenant = mark_requested.tenant
           and l.event_type = mark_requested.event_type
         for update
+    ), timed as (
+        -- Never before the origin could have answered: twice its recent answer time when that is
+        -- longer than the rung, never beyond the slowest rung (a lost request is still re-asked).
+        select a.*,
+               least(greatest(streamseal._repair_backoff(mark_requested.backoff_base, a.attempts, mark_requested.max_attempts),
+                              2 * streamseal._origin_answer_time(mark_requested.origin)),
+                     streamseal._repair_backoff(mark_requested.backoff_base, mark_requested.max_attempts,
+                                                mark_requested.max_attempts)) as wait
+        from asked a
     )
     update streamseal.lanes l
     set requested = l.requested + mark_requested.type_seqs,
         requested_at = mark_requested.now_at,
         request_attempts = a.attempts,
-        next_request_at = case when a.restart then mark_requested.now_at
-                                   + streamseal._repair_backoff(mark_requested.backoff_base, a.attempts, mark_requested.max_attempts)
+        next_request_at = case when a.restart then mark_requested.now_at + a.wait
                                else l.next_request_at end
-    from asked a
+    from timed a
     where l.origin = a.origin and l.tenant = a.tenant and l.event_type = a.event_type
     returning l.request_attempts into attempts_now;
     if not found then

@@ -68,3 +68,25 @@ begin
     return null;
 end
 $$;
+
+-- _origin_answer_time is how long the origin took to answer this service lately: the longest
+-- time from sending to the final summary among its 16 most recently answered requests (null when
+-- none was answered). Only answered requests are samples: an unanswered one may be lost, and
+-- waiting on it would stall the re-asks that exist to recover it. The lanes' re-ask deadline
+-- waits at least twice this (mark_requested), so a consumer whose answers queue behind its own
+-- inbox does not ask again for what is already on its way.
+create function streamseal._origin_answer_time(origin text)
+returns interval
+language sql
+stable
+-- No SET clause: an inlinable helper (see the README's design notes).
+as $$
+    select pg_catalog.max(r.answered_at - r.sent_at)
+    from (
+        select s.answered_at, s.sent_at
+        from streamseal.sent_requests s
+        where s.origin = _origin_answer_time.origin and s.answered_at is not null
+        order by s.answered_at desc
+        limit 16
+    ) r
+$$;
