@@ -109,10 +109,33 @@ func (p *Publisher) Publish(ctx context.Context) (int, error) {
 	}
 	publishCtx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	// Published asynchronously (one message per lane can be many), then every acknowledgement
-	// awaited before the commit.
-	futures := make([]jetstream.PubAckFuture, 0, len(order))
+	// Published asynchronously (one message per pair with events can be many), never more than
+	// publishWindow unacknowledged (the connection's own window is shared with the relay and
+	// refuses publishes past it: "too many outstanding async published messages"), and every
+	// acknowledgement awaited before the commit.
+	futures := make([]jetstream.PubAckFuture, 0, len(order)+1)
+	awaited := 0
+	await := func(upTo int) error {
+		for ; awaited < upTo; awaited++ {
+			select {
+			case <-futures[awaited].Ok():
+			case err := <-futures[awaited].Err():
+				if awaited >= len(order) {
+					return fmt.Errorf("publish beat: %w", err)
+				}
+				return fmt.Errorf("publish checkpoint for %q/%s: %w", order[awaited].Tenants[0].Tenant, order[awaited].Type, err)
+			case <-publishCtx.Done():
+				return fmt.Errorf("publish checkpoint round: %w", publishCtx.Err())
+			}
+		}
+		return nil
+	}
 	for _, cp := range order {
+		if len(futures)-awaited >= publishWindow {
+			if err := await(len(futures) - publishWindow/2); err != nil {
+				return 0, err
+			}
+		}
 		msg, err := wire.CheckpointMessage(cp)
 		if err != nil {
 			return 0, err
@@ -136,17 +159,8 @@ func (p *Publisher) Publish(ctx context.Context) (int, error) {
 		}
 		futures = append(futures, f)
 	}
-	for i, f := range futures {
-		select {
-		case <-f.Ok():
-		case err := <-f.Err():
-			if i >= len(order) {
-				return 0, fmt.Errorf("publish beat: %w", err)
-			}
-			return 0, fmt.Errorf("publish checkpoint for %q/%s: %w", order[i].Tenants[0].Tenant, order[i].Type, err)
-		case <-publishCtx.Done():
-			return 0, fmt.Errorf("publish checkpoint round: %w", publishCtx.Err())
-		}
+	if err := await(len(futures)); err != nil {
+		return 0, err
 	}
 	if err := tx.Commit(ctx); err != nil {
 		return 0, err
@@ -157,6 +171,10 @@ func (p *Publisher) Publish(ctx context.Context) (int, error) {
 	}
 	return len(order), nil
 }
+
+// publishWindow bounds a round's unacknowledged checkpoint publishes (well inside the JetStream
+// context's default window of 4000 outstanding asynchronous publishes, which the relay shares).
+const publishWindow = 256
 
 // PublishTimeoutDefault bounds one round's publication, well inside River's job timeout (one
 // minute): past it the round is given back and published again by the next run.

@@ -30,6 +30,7 @@ type checkpointFigures struct {
 	activeBytes    int64         // wire bytes of a round in which every pair had one event
 	activeMessages int64         // messages of that round
 	liveDelay      time.Duration // a live event appended while that round is published: origin commit -> stored at the consumer
+	idleDelay      time.Duration // the same for a live event with no round in flight (the pipeline's own latency)
 	roundVerified  time.Duration // publication start -> the consumer verified every message of the round
 	falseGaps      int64         // gaps the consumer confirmed (none exist: a healthy run)
 }
@@ -157,14 +158,55 @@ func tenantCheckpoints(ctx context.Context, newDB harness.NewDatabase, tenants, 
 	relayDone := make(chan error, 1)
 	go func() { relayDone <- orders.Relay.Run(relayCtx) }()
 	defer func() { stopRelay(); <-relayDone }()
+	failsafe := time.Now().Add(15 * time.Minute)
+	// live appends one live event (a tenant of its own, the first type) and returns its delay
+	// from the origin's commit to the consumer's store. Both stamps are the databases' clocks on
+	// this machine: the origin's append transaction and the consumer's ingest transaction.
+	live := func() (time.Duration, error) {
+		id := uuid.New()
+		if _, err := store.EventsAppend(ctx, orders.Pool, []store.NewEvent{{EventID: id, Tenant: "live", StreamID: "live-" + id.String(),
+			StreamVersion: 1, EventType: names[0], Payload: []byte("{}")}}); err != nil {
+			return 0, err
+		}
+		for {
+			if time.Now().After(failsafe) {
+				return 0, fmt.Errorf("the live event never reached the consumer")
+			}
+			var n int
+			if err := billing.Pool.QueryRow(ctx, "select count(*) from streamseal.events where event_id = $1", id).Scan(&n); err != nil {
+				return 0, err
+			}
+			if n == 1 {
+				break
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+		var committed, arrived time.Time
+		if err := orders.Pool.QueryRow(ctx, "select stored_at from streamseal.events where event_id = $1", id).Scan(&committed); err != nil {
+			return 0, err
+		}
+		if err := billing.Pool.QueryRow(ctx, "select stored_at from streamseal.events where event_id = $1", id).Scan(&arrived); err != nil {
+			return 0, err
+		}
+		return arrived.Sub(committed), nil
+	}
+	// The pipeline's own latency, no round in flight (its event is relayed: one more message).
+	if f.idleDelay, err = live(); err != nil {
+		return f, err
+	}
+	if err := waitSeen(f.quietMessages*quietRounds+1, time.Minute); err != nil {
+		return f, fmt.Errorf("idle live event: %w", err)
+	}
+	// The round carries every pair and the idle live event's.
+	roundPairs := pairs + 1
 	receivedBefore, _, _ := billing.Verifier.Counts()
 	bytesBefore, messagesBefore := seen()
 	start := time.Now()
 	published := make(chan error, 1)
 	go func() {
 		n, err := orders.Publisher.Publish(ctx)
-		if err == nil && n != pairs {
-			err = fmt.Errorf("the active round published %d checkpoints, want %d", n, pairs)
+		if err == nil && n != roundPairs {
+			err = fmt.Errorf("the active round published %d checkpoints, want %d", n, roundPairs)
 		}
 		published <- err
 	}()
@@ -172,52 +214,25 @@ func tenantCheckpoints(ctx context.Context, newDB harness.NewDatabase, tenants, 
 	if err := waitSeen(messagesBefore+1, time.Minute); err != nil {
 		return f, fmt.Errorf("active round: %w", err)
 	}
-	live := uuid.New()
-	if _, err := store.EventsAppend(ctx, orders.Pool, []store.NewEvent{{EventID: live, Tenant: "live", StreamID: "live",
-		StreamVersion: 1, EventType: names[0], Payload: []byte("{}")}}); err != nil {
+	if f.liveDelay, err = live(); err != nil {
 		return f, err
 	}
-	stored := false
-	failsafe := time.Now().Add(15 * time.Minute)
-	for !stored {
-		if time.Now().After(failsafe) {
-			return f, fmt.Errorf("the live event never reached the consumer")
-		}
-		var n int
-		if err := billing.Pool.QueryRow(ctx, "select count(*) from streamseal.events where event_id = $1", live).Scan(&n); err != nil {
-			return f, err
-		}
-		stored = n == 1
-		if !stored {
-			time.Sleep(5 * time.Millisecond)
-		}
-	}
-	// Both stamps are the databases' clocks on this machine: the origin's append transaction and
-	// the consumer's ingest transaction.
-	var committed, arrived time.Time
-	if err := orders.Pool.QueryRow(ctx, "select stored_at from streamseal.events where event_id = $1", live).Scan(&committed); err != nil {
-		return f, err
-	}
-	if err := billing.Pool.QueryRow(ctx, "select stored_at from streamseal.events where event_id = $1", live).Scan(&arrived); err != nil {
-		return f, err
-	}
-	f.liveDelay = arrived.Sub(committed)
 	if err := <-published; err != nil {
 		return f, err
 	}
 	for {
 		received, _, _ := billing.Verifier.Counts()
-		if received-receivedBefore >= int64(pairs) {
+		if received-receivedBefore >= int64(roundPairs) {
 			break
 		}
 		if time.Now().After(failsafe) {
-			return f, fmt.Errorf("the consumer verified %d of the round's %d checkpoints", received-receivedBefore, pairs)
+			return f, fmt.Errorf("the consumer verified %d of the round's %d checkpoints", received-receivedBefore, roundPairs)
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
 	f.roundVerified = time.Since(start)
 	// The round's checkpoints and beat, and the live event (one message).
-	if err := waitSeen(messagesBefore+int64(pairs)+2, time.Minute); err != nil {
+	if err := waitSeen(messagesBefore+int64(roundPairs)+2, time.Minute); err != nil {
 		return f, fmt.Errorf("active round: %w", err)
 	}
 	b, m := seen()
@@ -268,9 +283,10 @@ func tenantsCheckpoints(ctx context.Context, newDB harness.NewDatabase, opts Ten
 		figures = append(figures, f)
 	}
 	for _, f := range figures {
-		fmt.Fprintf(out, "%d tenants (%d pairs): quiet checkpoint round %d bytes in %d message(s); a round with every pair active %d bytes in %d messages, verified by the consumer %s after it began; a live event appended during it stored %s after its commit (%.3f intervals of %s); gaps confirmed %d\n",
+		fmt.Fprintf(out, "%d tenants (%d pairs): quiet checkpoint round %d bytes in %d message(s); a round with every pair active %d bytes in %d messages, verified by the consumer %s after it began; a live event appended during it stored %s after its commit (%.3f intervals of %s; with no round in flight %s); gaps confirmed %d\n",
 			f.tenants, f.pairs, f.quietBytes, f.quietMessages, f.activeBytes, f.activeMessages, f.roundVerified.Round(time.Millisecond),
-			f.liveDelay.Round(time.Millisecond), f.liveDelay.Seconds()/checkpointInterval.Seconds(), checkpointInterval, f.falseGaps)
+			f.liveDelay.Round(time.Millisecond), f.liveDelay.Seconds()/checkpointInterval.Seconds(), checkpointInterval,
+			f.idleDelay.Round(time.Millisecond), f.falseGaps)
 		maxDelay = max(maxDelay, f.liveDelay.Seconds()/checkpointInterval.Seconds())
 	}
 	flatness = float64(figures[len(figures)-1].quietBytes) / float64(figures[0].quietBytes)
