@@ -508,6 +508,59 @@ func TestInbox(t *testing.T) {
 		}
 	})
 
+	// Invariants 12 and 13 with checkpoints verified as runs: a run holding a forged checkpoint
+	// (another origin's subject) and one the verifier refuses for good (SQL's invalid input) loses
+	// neither of the genuine checkpoints beside them: each bad one is recorded and terminated
+	// alone, each genuine one verified once, and the run acknowledged.
+	t.Run("ARunWithABadCheckpointLosesNoneOfTheOthers", func(t *testing.T) {
+		t.Parallel()
+		in, b := setup(t)
+		var mu sync.Mutex
+		verified := map[string]int{}
+		in.OnCheckpoint = func(_ context.Context, cps []wire.Checkpoint, _ bool) error {
+			for _, cp := range cps {
+				if cp.Tenants[0].Tenant == "refused" {
+					return fmt.Errorf("verify checkpoint: %w: a refusal", store.ErrInvalidInput)
+				}
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			for _, cp := range cps {
+				verified[cp.Tenants[0].Tenant]++
+			}
+			return nil
+		}
+		at := time.Now().UTC()
+		checkpoint := func(tenant string) *nats.Msg {
+			m, err := wire.CheckpointMessage(wire.Checkpoint{Origin: "orders", IntervalS: 60, At: at, From: 1, To: 1,
+				Type: eventTypes[0], Tenants: []wire.CheckpointTenant{{Tenant: tenant}}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return m
+		}
+		forged := checkpoint("forged")
+		forged.Subject = wire.LiveSubject("mallory", "forged", eventTypes[0])
+		publish(t, b, checkpoint("first"), forged, checkpoint("refused"), checkpoint("last"))
+		testrun.Go(t, "inbox", in.Run)
+		testrun.WaitFor(t, "the genuine checkpoints verified, the bad ones rejected, nothing pending", func() bool {
+			info, err := b.nats.JS.Consumer(ctx, wire.EventsStream, wire.InboxDurable("billing", wire.LiveFilter("*", "*", eventTypes[0])))
+			if err != nil {
+				return false
+			}
+			i, err := info.Info(ctx)
+			mu.Lock()
+			defer mu.Unlock()
+			return err == nil && in.Counts().Rejected == 2 && verified["first"] == 1 && verified["last"] == 1 &&
+				i.NumAckPending == 0 && i.NumPending == 0
+		})
+		mu.Lock()
+		defer mu.Unlock()
+		if len(verified) != 2 || verified["first"] != 1 || verified["last"] != 1 {
+			t.Fatalf("verified %v; want first and last once each", verified)
+		}
+	})
+
 	// Detection in one interval (invariant 1): a checkpoint is handed over as ordered only while
 	// every delivery before it was this inbox's own first delivery, handled to the end. A
 	// checkpoint redelivered after a failed verification is not ordered; once the idle consumer
