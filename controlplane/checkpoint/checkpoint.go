@@ -1,6 +1,7 @@
 // Package checkpoint is continuity checking: the origin publishes, every interval, what it
-// emitted per (tenant, type) in the next origin_seq window, one message on each (tenant, type)'s
-// own event subject (so a consumer subscribed to some tenants sees only theirs);
+// emitted per (tenant, type) in the next origin_seq window, one message on the event subject of
+// each (tenant, type) with events in it (so a consumer subscribed to some tenants sees only
+// theirs), and one beat on its beat subject (liveness; quiet pairs are not repeated);
 // each consumer verifies its store against it (SQL: lanes, floors, holes, two-cycle
 // confirmation, or confirmation at first sight when the inbox proved order) and acts on confirmed gaps: a capped, directed redelivery request for exactly the
 // missing type_seq ranges, or in report-only mode the record of the request it would send.
@@ -8,6 +9,7 @@
 package checkpoint
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -41,15 +43,22 @@ type Publisher struct {
 	Logger  *slog.Logger
 
 	published atomic.Int64
+	beats     atomic.Int64
 	rounds    atomic.Int64 // rotates which type's message leads a round
 }
 
-// Published counts checkpoint messages published.
+// Published counts checkpoint messages published (one per (tenant, type) with events in a window).
 func (p *Publisher) Published() int64 { return p.published.Load() }
 
-// Publish takes the next window and publishes one checkpoint per (tenant, type) the origin ever
-// numbered (quiet pairs too: heartbeats), each on that pair's event subject, and returns how
-// many messages it published. The window advances only when every message was acknowledged; a
+// Beats counts liveness beats published (one per round).
+func (p *Publisher) Beats() int64 { return p.beats.Load() }
+
+// Publish takes the next window and publishes one checkpoint per (tenant, type) with events in
+// it, each on that pair's event subject, and one beat on the origin's beat subject
+// (wire.BeatSubject), and returns how many checkpoints it published. Quiet pairs are not
+// repeated (issue 21 item 3: a round costs what happened plus one beat): the beat keeps the
+// origin alive for every consumer (liveness) and makes consumers re-evaluate their lanes of this
+// origin that hold holes. The window advances only when every message was acknowledged; a
 // replica that lost the window to another gets nothing and publishes nothing.
 func (p *Publisher) Publish(ctx context.Context) (int, error) {
 	tx, err := p.Pool.Begin(ctx)
@@ -65,11 +74,18 @@ func (p *Publisher) Publish(ctx context.Context) (int, error) {
 	if err != nil {
 		return 0, err
 	}
+	if len(rows) == 0 {
+		return 0, nil // another replica holds the window this round
+	}
 	var order []wire.Checkpoint
 	at := time.Now().UTC()
+	var beat *wire.Beat
 	for _, row := range rows {
 		if row.EventType == nil {
-			continue // the origin has never emitted anything: no (tenant, type) subject to prove
+			// The liveness row, one per round: the origin's beat.
+			beat = &wire.Beat{Origin: p.Service, IntervalS: max(1, int(p.Interval.Seconds())),
+				Generation: generation, At: at, From: row.From, To: row.To}
+			continue
 		}
 		order = append(order, wire.Checkpoint{Origin: p.Service,
 			IntervalS: max(1, int(p.Interval.Seconds())), Generation: generation, From: row.From, To: row.To,
@@ -93,10 +109,33 @@ func (p *Publisher) Publish(ctx context.Context) (int, error) {
 	}
 	publishCtx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	// Published asynchronously (one message per lane can be many), then every acknowledgement
-	// awaited before the commit.
-	futures := make([]jetstream.PubAckFuture, 0, len(order))
+	// Published asynchronously (one message per pair with events can be many), never more than
+	// publishWindow unacknowledged (the connection's own window is shared with the relay and
+	// refuses publishes past it: "too many outstanding async published messages"), and every
+	// acknowledgement awaited before the commit.
+	futures := make([]jetstream.PubAckFuture, 0, len(order)+1)
+	awaited := 0
+	await := func(upTo int) error {
+		for ; awaited < upTo; awaited++ {
+			select {
+			case <-futures[awaited].Ok():
+			case err := <-futures[awaited].Err():
+				if awaited >= len(order) {
+					return fmt.Errorf("publish beat: %w", err)
+				}
+				return fmt.Errorf("publish checkpoint for %q/%s: %w", order[awaited].Tenants[0].Tenant, order[awaited].Type, err)
+			case <-publishCtx.Done():
+				return fmt.Errorf("publish checkpoint round: %w", publishCtx.Err())
+			}
+		}
+		return nil
+	}
 	for _, cp := range order {
+		if len(futures)-awaited >= publishWindow {
+			if err := await(len(futures) - publishWindow/2); err != nil {
+				return 0, err
+			}
+		}
 		msg, err := wire.CheckpointMessage(cp)
 		if err != nil {
 			return 0, err
@@ -107,21 +146,35 @@ func (p *Publisher) Publish(ctx context.Context) (int, error) {
 		}
 		futures = append(futures, f)
 	}
-	for i, f := range futures {
-		select {
-		case <-f.Ok():
-		case err := <-f.Err():
-			return 0, fmt.Errorf("publish checkpoint for %q/%s: %w", order[i].Tenants[0].Tenant, order[i].Type, err)
-		case <-publishCtx.Done():
-			return 0, fmt.Errorf("publish checkpoint round: %w", publishCtx.Err())
+	// The beat goes last: published after the round's checkpoints, so a consumer that sees it
+	// has been offered every checkpoint of the round on the pairs' subjects.
+	if beat != nil {
+		msg, err := wire.BeatMessage(*beat)
+		if err != nil {
+			return 0, err
 		}
+		f, err := p.JS.PublishMsgAsync(msg)
+		if err != nil {
+			return 0, fmt.Errorf("publish beat: %w", err)
+		}
+		futures = append(futures, f)
+	}
+	if err := await(len(futures)); err != nil {
+		return 0, err
 	}
 	if err := tx.Commit(ctx); err != nil {
 		return 0, err
 	}
 	p.published.Add(int64(len(order)))
+	if beat != nil {
+		p.beats.Add(1)
+	}
 	return len(order), nil
 }
+
+// publishWindow bounds a round's unacknowledged checkpoint publishes (well inside the JetStream
+// context's default window of 4000 outstanding asynchronous publishes, which the relay shares).
+const publishWindow = 256
 
 // PublishTimeoutDefault bounds one round's publication, well inside River's job timeout (one
 // minute): past it the round is given back and published again by the next run.
@@ -136,11 +189,18 @@ type Verifier struct {
 	Logger  *slog.Logger
 	Metrics *metrics.Instruments // nil: not measured
 
+	// exclusive serializes a beat of an origin with that origin's checkpoints: each checkpoint
+	// touches only the lanes of its subject, which one inbox consumer verifies in order, but a
+	// beat touches every lane of the origin holding holes; run concurrently, both verdicts could
+	// offer the same hole before either marked it requested, and it would be asked twice.
+	exclusive   sync.Map // origin -> *sync.RWMutex: checkpoints read-lock, beats lock
 	mu          sync.Mutex
 	sentInRound map[string]map[time.Time]int // origin -> its recent rounds -> requests sent in each
-	waited      map[string]int               // (origin, tenant, type) -> rounds its holes waited for the cap
-	cappedAt    map[string]time.Time         // (origin, tenant, type) -> the last round it waited in
+	served      map[string]int64             // (origin, tenant, type) -> when it last took the cap (serveSeq)
+	serveSeq    int64                        // counts the cap's grants: the fairness order's clock
+	cappedAt    map[string]time.Time         // (origin, tenant, type) -> the latest round it waited in
 	received    atomic.Int64
+	beats       atomic.Int64
 	gaps        atomic.Int64
 	requests    atomic.Int64
 }
@@ -149,6 +209,9 @@ type Verifier struct {
 func (v *Verifier) Counts() (received, gaps, requests int64) {
 	return v.received.Load(), v.gaps.Load(), v.requests.Load()
 }
+
+// Beats counts other origins' beats received.
+func (v *Verifier) Beats() int64 { return v.beats.Load() }
 
 // Handle verifies one checkpoint message whose order nobody proved (two-cycle confirmation).
 // Own checkpoints are ignored.
@@ -161,31 +224,123 @@ func (v *Verifier) Handle(ctx context.Context, cp wire.Checkpoint) error {
 // checkpoint announces be confirmed and requested at once instead of one checkpoint later.
 // Own checkpoints are ignored.
 func (v *Verifier) Verify(ctx context.Context, cp wire.Checkpoint, ordered bool) error {
+	return v.VerifyRun(ctx, []wire.Checkpoint{cp}, ordered)
+}
+
+// VerifyRun verifies a run of checkpoint messages that arrived back to back on one inbox
+// consumer (inbox.Inbox.OnCheckpoint), in order: consecutive messages of one round of one origin
+// and type (a round is one message per tenant) are verified as one window in one call, so a
+// round over many tenants costs the consumer a few statements, not one transaction per tenant,
+// and live events behind it on the same consumer are not held up (issue 21 item 3). Own
+// checkpoints are ignored.
+func (v *Verifier) VerifyRun(ctx context.Context, cps []wire.Checkpoint, ordered bool) error {
+	for len(cps) > 0 {
+		// A window names each tenant once (SQL refuses a repeat): a repeated message starts
+		// the next call.
+		n := 1
+		if len(cps[0].Tenants) == 1 {
+			tenants := map[string]bool{cps[0].Tenants[0].Tenant: true}
+			for n < len(cps) && sameWindow(cps[0], cps[n]) && len(cps[n].Tenants) == 1 && !tenants[cps[n].Tenants[0].Tenant] {
+				tenants[cps[n].Tenants[0].Tenant] = true
+				n++
+			}
+		}
+		if err := v.verifyWindow(ctx, cps[:n], ordered); err != nil {
+			return err
+		}
+		cps = cps[n:]
+	}
+	return nil
+}
+
+// sameWindow says whether two checkpoint messages belong to one round's window of one type.
+func sameWindow(a, b wire.Checkpoint) bool {
+	return a.Origin == b.Origin && a.Type == b.Type && a.From == b.From && a.To == b.To && a.At.Equal(b.At) &&
+		a.Generation == b.Generation && a.IntervalS == b.IntervalS
+}
+
+// verifyWindow verifies messages of one window (sameWindow) as one.
+func (v *Verifier) verifyWindow(ctx context.Context, cps []wire.Checkpoint, ordered bool) error {
+	cp := cps[0]
 	if cp.Origin == v.Service {
 		return nil
 	}
-	v.received.Add(1)
-	restored, err := store.OriginObserve(ctx, v.Pool, store.OriginSighting{Origin: cp.Origin,
-		// The address is computed from the authenticated names, never the message's (invariant 12).
-		Control:   wire.ControlSubjectFrom(cp.Origin, v.Service),
-		IntervalS: cp.IntervalS, Generation: cp.Generation, To: cp.To})
-	if err != nil {
+	v.received.Add(int64(len(cps)))
+	lock := v.originLock(cp.Origin)
+	lock.RLock()
+	defer lock.RUnlock()
+	if err := v.observe(ctx, cp.Origin, cp.IntervalS, cp.Generation, cp.To); err != nil {
 		return err
 	}
-	if restored {
-		v.Logger.Info("checkpoint: origin speaks again, liveness alarm cleared", "origin", cp.Origin)
-	}
 	w := window(cp)
+	for _, other := range cps[1:] {
+		w.Tenants = append(w.Tenants, window(other).Tenants...)
+	}
 	w.Ordered = ordered
 	lanes, err := store.CheckpointVerify(ctx, v.Pool, w)
 	if err != nil {
 		return err
 	}
-	// Within a message, the lanes that waited longest for the cap go first (the tenants of one
-	// type take turns as the publisher's rotation makes the types take turns).
+	return v.judge(ctx, cp, lanes)
+}
+
+// Beat takes one beat of another origin (one per round, on wire.BeatSubject): the origin is
+// alive (liveness, silent_origins), and this store's lanes of it that hold holes are
+// re-evaluated as a heartbeat checkpoint once did for every pair (streamseal.verify_beat), so a
+// tail loss of a pair that went quiet is confirmed and requested, and a hole waiting for the cap
+// or for its re-ask deadline is offered again, without the origin repeating its quiet pairs.
+// Own beats are ignored.
+func (v *Verifier) Beat(ctx context.Context, b wire.Beat) error {
+	if b.Origin == v.Service {
+		return nil
+	}
+	v.beats.Add(1)
+	lock := v.originLock(b.Origin)
+	lock.Lock()
+	defer lock.Unlock()
+	if err := v.observe(ctx, b.Origin, b.IntervalS, b.Generation, b.To); err != nil {
+		return err
+	}
+	lanes, err := store.CheckpointVerifyBeat(ctx, v.Pool, b.Origin, b.From, b.To)
+	if err != nil {
+		return err
+	}
+	// The beat names the round its checkpoints were taken in (At): re-asks share that round's cap.
+	return v.judge(ctx, wire.Checkpoint{Origin: b.Origin, IntervalS: b.IntervalS, Generation: b.Generation,
+		At: b.At, From: b.From, To: b.To}, lanes)
+}
+
+// originLock is origin's lock between its checkpoints and its beats (see exclusive).
+func (v *Verifier) originLock(origin string) *sync.RWMutex {
+	l, _ := v.exclusive.LoadOrStore(origin, &sync.RWMutex{})
+	return l.(*sync.RWMutex)
+}
+
+// observe records that origin spoke (a checkpoint or a beat): its address, interval, generation
+// and window end; a liveness alarm raised for it clears.
+func (v *Verifier) observe(ctx context.Context, origin string, intervalS int, generation, to int64) error {
+	restored, err := store.OriginObserve(ctx, v.Pool, store.OriginSighting{Origin: origin,
+		// The address is computed from the authenticated names, never the message's (invariant 12).
+		Control:   wire.ControlSubjectFrom(origin, v.Service),
+		IntervalS: intervalS, Generation: generation, To: to})
+	if err != nil {
+		return err
+	}
+	if restored {
+		v.Logger.Info("checkpoint: origin speaks again, liveness alarm cleared", "origin", origin)
+	}
+	return nil
+}
+
+// judge logs the gaps lanes newly confirmed and acts on their holes to request, for the round cp
+// names.
+func (v *Verifier) judge(ctx context.Context, cp wire.Checkpoint, lanes []store.LaneVerdict) error {
+	// Within a message (a beat offers many lanes), the least recently served lanes go first:
+	// the one fairness order act applies (the tenants of one type take turns as the publisher's
+	// rotation makes the types take turns).
 	v.mu.Lock()
 	slices.SortStableFunc(lanes, func(a, b store.LaneVerdict) int {
-		return v.waited[laneKey(cp.Origin, b)] - v.waited[laneKey(cp.Origin, a)]
+		return cmp.Compare(v.served[laneKey(cp.Origin, a)], v.served[laneKey(cp.Origin, b)])
 	})
 	v.mu.Unlock()
 	for _, l := range lanes {
@@ -222,13 +377,17 @@ func (v *Verifier) act(ctx context.Context, cp wire.Checkpoint, l store.LaneVerd
 	// cap; a quiet round repeats its window, so the round is named by when the origin took it.
 	// The inbox verifies each subject's messages on its own consumer, so one origin's rounds
 	// interleave across subjects: the counts of its recent rounds are kept, not just the last.
-	// Fairness (invariant 9) no longer follows from arrival order alone, since subjects race: a
-	// lane yields the cap to any lane of the origin that has waited longer and was still waiting
-	// in the previous round (so a lane that went quiet or healed cannot hold the cap back for
-	// more than one round).
+	// Fairness (invariant 9) no longer follows from arrival order alone, since subjects race and
+	// the beat (which re-offers every lane holding holes, on its own durable) races them all: one
+	// order serves checkpoints and beats alike, least recently served first. A lane yields the
+	// cap to any lane of the origin that was served less recently (or never) and was still
+	// waiting in the previous round or later (so a lane that went quiet or healed cannot hold the
+	// cap back for more than one round). Both marks ignore how many messages offered a lane and
+	// in which order: the grant clock only moves forward, and a late beat of an older round never
+	// moves a lane's latest waiting round back.
 	v.mu.Lock()
 	if v.sentInRound == nil {
-		v.sentInRound, v.waited, v.cappedAt = map[string]map[time.Time]int{}, map[string]int{}, map[string]time.Time{}
+		v.sentInRound, v.served, v.cappedAt = map[string]map[time.Time]int{}, map[string]int64{}, map[string]time.Time{}
 	}
 	rounds := v.sentInRound[cp.Origin]
 	if rounds == nil {
@@ -242,11 +401,13 @@ func (v *Verifier) act(ctx context.Context, cp wire.Checkpoint, l store.LaneVerd
 	key := laneKey(cp.Origin, l)
 	capped := rounds[at] >= v.Config.MaxAutoRepairRequestsPerCheckpoint || v.yields(cp.Origin, key, previousRound(rounds, at))
 	if capped {
-		v.waited[key]++
-		v.cappedAt[key] = at
+		if at.After(v.cappedAt[key]) {
+			v.cappedAt[key] = at
+		}
 	} else {
 		rounds[at]++
-		delete(v.waited, key)
+		v.serveSeq++
+		v.served[key] = v.serveSeq
 		delete(v.cappedAt, key)
 	}
 	forgetOldRounds(rounds)
@@ -304,15 +465,15 @@ func (v *Verifier) CheckLiveness(ctx context.Context) error {
 	return nil
 }
 
-// yields says whether lane key of origin must leave the cap to a lane of origin that has waited
-// more rounds and was still waiting in round prev (or later). Called with v.mu held.
+// yields says whether lane key of origin must leave the cap to a lane of origin that was served
+// less recently (or never) and was still waiting in round prev (or later). Called with v.mu held.
 func (v *Verifier) yields(origin, key string, prev time.Time) bool {
 	if prev.IsZero() {
 		return false
 	}
 	prefix := origin + "\x00"
-	for other, n := range v.waited {
-		if other != key && strings.HasPrefix(other, prefix) && n > v.waited[key] && !v.cappedAt[other].Before(prev) {
+	for other, waitedIn := range v.cappedAt {
+		if other != key && strings.HasPrefix(other, prefix) && v.served[other] < v.served[key] && !waitedIn.Before(prev) {
 			return true
 		}
 	}

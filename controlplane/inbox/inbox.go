@@ -39,13 +39,22 @@ type Inbox struct {
 	Batch int
 	// Suppress, when set, drops chosen deliveries (tests and the demo inject loss here).
 	Suppress Suppress
-	// OnCheckpoint verifies a checkpoint riding the event subjects. It runs after every event
-	// before it in this batch is committed; the checkpoint is acked when it returns nil. ordered
-	// is true when the inbox can prove more: every message its consumer delivered before this
-	// checkpoint was handled to the end by this inbox (committed, or deliberately dropped), and
-	// none is still pending redelivery, so what the checkpoint counts and this store lacks is
-	// loss already (detection in one interval). See orderProof.
-	OnCheckpoint func(ctx context.Context, cp wire.Checkpoint, ordered bool) error
+	// OnCheckpoint verifies checkpoints riding the event subjects: a run of them that came back
+	// to back in one fetched batch (a round over many tenants is one message per tenant, and
+	// verifying them one transaction each held the live events queued behind them: issue 21
+	// item 3), in stream order. It runs after every event before the run in this batch is
+	// committed; the run's messages are acked when it returns nil (on an error each message is
+	// handed over again alone, so one refused checkpoint is rejected by itself). ordered is true
+	// when the inbox can prove more: every message its consumer delivered before the run was
+	// handled to the end by this inbox (committed, or deliberately dropped), and none is still
+	// pending redelivery, so what a checkpoint counts and this store lacks is loss already
+	// (detection in one interval). See orderProof.
+	OnCheckpoint func(ctx context.Context, cps []wire.Checkpoint, ordered bool) error
+	// OnBeat takes an origin's beat (wire.BeatSubject, one per checkpoint round), consumed by
+	// one more durable per origin subscribed to (wire.BeatFilters); the beat is acked when it
+	// returns nil. A beat counts no events: it keeps the origin alive and re-evaluates the lanes
+	// holding holes while their pairs are quiet.
+	OnBeat func(ctx context.Context, b wire.Beat) error
 	// MaxDeliver bounds the deliveries of one message (wire.MaxDeliverDefault when zero): a
 	// message still failing then is recorded as rejected and terminated. An event lost that way
 	// is a hole the next checkpoint names and repair fetches (invariant 1), not a wedge (13).
@@ -226,7 +235,8 @@ func (in *Inbox) reprove(ctx context.Context, cons jetstream.Consumer, order *or
 
 // filters derives one JetStream filter subject per subscription, leaving out a filter another
 // one covers (a named origin under an any-origin subscription of the type, a named tenant under
-// an every-tenant one), so no message reaches two consumers.
+// an every-tenant one), so no message reaches two consumers, and the beat filters of the origins
+// subscribed to (wire.BeatFilters).
 func (in *Inbox) filters(ctx context.Context) ([]string, error) {
 	subs, err := store.Subscriptions(ctx, in.Pool)
 	if err != nil {
@@ -236,8 +246,9 @@ func (in *Inbox) filters(ctx context.Context) ([]string, error) {
 		return a.EventType == b.EventType && (a.Origin == "*" || a.Origin == b.Origin) &&
 			(a.AllTenants || (!b.AllTenants && a.Tenant == b.Tenant))
 	}
-	var out []string
+	var out, origins []string
 	for i, sub := range subs {
+		origins = append(origins, sub.Origin)
 		covered := false
 		for j, other := range subs {
 			if i != j && covers(other, sub) && (!covers(sub, other) || j < i) {
@@ -250,24 +261,58 @@ func (in *Inbox) filters(ctx context.Context) ([]string, error) {
 		}
 		out = append(out, wire.InboxFilter(sub.Origin, sub.Tenant, sub.AllTenants, sub.EventType))
 	}
-	return out, nil
+	// One more durable per origin subscribed to (or one for every origin): its beats.
+	return append(out, wire.BeatFilters(origins)...), nil
 }
 
 // store handles one fetched batch in stream order: runs of events are ingested in one
 // transaction each and acked after commit; a checkpoint is verified only after every event
 // before it is committed, so it never reports as missing what is merely in the same batch.
 func (in *Inbox) store(ctx context.Context, msgs []jetstream.Msg, order *orderProof) error {
-	start := 0
-	for i, m := range msgs {
-		order.observe(m)
-		if !wire.IsCheckpoint(m.Headers()) {
+	// observed: messages the order proof has taken (each exactly once); alone: the end of a run
+	// whose joint verification failed, handled message by message.
+	start, observed, alone := 0, 0, 0
+	for i := 0; i < len(msgs); i++ {
+		m := msgs[i]
+		if i >= observed {
+			order.observe(m)
+			observed = i + 1
+		}
+		beat := wire.IsBeat(m.Headers())
+		if !beat && !wire.IsCheckpoint(m.Headers()) {
 			continue
 		}
 		if err := in.storeEvents(ctx, msgs[start:i]); err != nil {
 			return err
 		}
+		if !beat && i >= alone {
+			// The run of checkpoints from here, verified together; the proof is taken at its
+			// end (it only breaks within a batch, so it held at every message of the run).
+			end := i + 1
+			for end < len(msgs) && !wire.IsBeat(msgs[end].Headers()) && wire.IsCheckpoint(msgs[end].Headers()) {
+				order.observe(msgs[end])
+				end++
+			}
+			observed = end
+			if end-i > 1 {
+				err := in.checkpointRun(ctx, msgs[i:end], order.proven)
+				if err == nil {
+					i, start = end-1, end
+					continue
+				}
+				if ctx.Err() != nil {
+					return ctx.Err()
+				}
+				in.Logger.Warn("inbox: checkpoint run not verified, each checkpoint again alone", "checkpoints", end-i, "err", err)
+				alone = end
+			}
+		}
 		start = i + 1
-		if err := in.checkpoint(ctx, m, order.proven); err != nil {
+		handle := func() error { return in.checkpoint(ctx, m, order.proven) }
+		if beat {
+			handle = func() error { return in.beat(ctx, m) }
+		}
+		if err := handle(); err != nil {
 			if wire.Permanent(err) {
 				// A checkpoint SQL refuses will be refused again: recorded and terminated, and
 				// the events behind it go on (invariant 13).
@@ -288,22 +333,60 @@ func (in *Inbox) store(ctx context.Context, msgs []jetstream.Msg, order *orderPr
 	return in.storeEvents(ctx, msgs[start:])
 }
 
-func (in *Inbox) checkpoint(ctx context.Context, m jetstream.Msg, ordered bool) error {
+// checkpointRun verifies a run of checkpoint messages in one OnCheckpoint call and acks them.
+// Any message that would be refused, and any error, leaves the whole run unacked to be handled
+// message by message (checkpoint), which rejects or retries each alone.
+func (in *Inbox) checkpointRun(ctx context.Context, msgs []jetstream.Msg, ordered bool) error {
+	cps := make([]wire.Checkpoint, len(msgs))
+	for i, m := range msgs {
+		cp, refusal := in.admitCheckpoint(m)
+		if refusal != "" {
+			return errors.New(refusal)
+		}
+		cps[i] = cp
+	}
+	if in.OnCheckpoint != nil {
+		if err := in.OnCheckpoint(ctx, cps, ordered); err != nil {
+			return err
+		}
+	}
+	if ordered {
+		in.ordered.Add(int64(len(msgs)))
+	} else {
+		in.unordered.Add(int64(len(msgs)))
+	}
+	for _, m := range msgs {
+		_ = m.Ack()
+	}
+	return nil
+}
+
+// admitCheckpoint decodes a checkpoint message and checks it rides its own subject; a non-empty
+// refusal says why it must be rejected.
+func (in *Inbox) admitCheckpoint(m jetstream.Msg) (wire.Checkpoint, string) {
 	cp, err := wire.DecodeCheckpoint(m.Data())
 	if err != nil {
-		return in.reject(ctx, m, nil, err.Error())
+		return cp, err.Error()
 	}
 	if sender, ok := wire.EventSender(m.Subject()); !ok || sender != cp.Origin {
 		// Invariant 12: a checkpoint counts only for the origin whose subject it rides (the
 		// broker lets a service publish only its own subjects); one claiming another origin would
 		// inflate that origin's lanes with phantom type_seqs.
-		return in.reject(ctx, m, nil, fmt.Sprintf("%s: checkpoint claims origin %q on the subject of %q", wire.DropForgedSender, cp.Origin, sender))
+		return cp, fmt.Sprintf("%s: checkpoint claims origin %q on the subject of %q", wire.DropForgedSender, cp.Origin, sender)
 	}
 	// A checkpoint counts the events of the subject it rides: one naming another (origin,
 	// tenant, type) would verify lanes this subject does not carry (invariant 11).
 	if !wire.SubjectNamesEvent(m.Subject(), cp.Origin, cp.Tenants[0].Tenant, cp.Type) {
-		return in.reject(ctx, m, nil, fmt.Sprintf("checkpoint of origin %q tenant %q type %q rides subject %s, not its own",
-			cp.Origin, cp.Tenants[0].Tenant, cp.Type, m.Subject()))
+		return cp, fmt.Sprintf("checkpoint of origin %q tenant %q type %q rides subject %s, not its own",
+			cp.Origin, cp.Tenants[0].Tenant, cp.Type, m.Subject())
+	}
+	return cp, ""
+}
+
+func (in *Inbox) checkpoint(ctx context.Context, m jetstream.Msg, ordered bool) error {
+	cp, refusal := in.admitCheckpoint(m)
+	if refusal != "" {
+		return in.reject(ctx, m, nil, refusal)
 	}
 	// Every message before this one in the batch is committed (store), so the proof holds now.
 	if ordered {
@@ -312,8 +395,28 @@ func (in *Inbox) checkpoint(ctx context.Context, m jetstream.Msg, ordered bool) 
 		in.unordered.Add(1)
 	}
 	if in.OnCheckpoint != nil {
-		if err := in.OnCheckpoint(ctx, cp, ordered); err != nil {
+		if err := in.OnCheckpoint(ctx, []wire.Checkpoint{cp}, ordered); err != nil {
 			in.Logger.Warn("inbox: checkpoint not verified, will be redelivered", "origin", cp.Origin, "type", cp.Type, "err", err)
+			return err
+		}
+	}
+	_ = m.Ack()
+	return nil
+}
+
+// beat hands one origin beat to OnBeat and acks it; a beat that does not decode or rides another
+// origin's subject is recorded and terminated (invariant 12).
+func (in *Inbox) beat(ctx context.Context, m jetstream.Msg) error {
+	b, err := wire.DecodeBeat(m.Data())
+	if err != nil {
+		return in.reject(ctx, m, nil, err.Error())
+	}
+	if sender, ok := wire.BeatSender(m.Subject()); !ok || sender != b.Origin {
+		return in.reject(ctx, m, nil, fmt.Sprintf("%s: beat claims origin %q on subject %s", wire.DropForgedSender, b.Origin, m.Subject()))
+	}
+	if in.OnBeat != nil {
+		if err := in.OnBeat(ctx, b); err != nil {
+			in.Logger.Warn("inbox: beat not handled, will be redelivered", "origin", b.Origin, "err", err)
 			return err
 		}
 	}

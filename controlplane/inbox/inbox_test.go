@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -223,7 +225,10 @@ func TestInbox(t *testing.T) {
 		t.Parallel()
 		in, b := setup(t)
 		var verified atomic.Int64
-		in.OnCheckpoint = func(context.Context, wire.Checkpoint, bool) error { verified.Add(1); return nil }
+		in.OnCheckpoint = func(_ context.Context, cps []wire.Checkpoint, _ bool) error {
+			verified.Add(int64(len(cps)))
+			return nil
+		}
 
 		onMallorys := wire.EventMessage(ordersEvent(1, 1, eventTypes[0]))
 		onMallorys.Subject = wire.LiveSubject("mallory", "acme", eventTypes[0])
@@ -265,6 +270,90 @@ func TestInbox(t *testing.T) {
 		}
 		if lanes != 0 || origins != 0 {
 			t.Fatalf("forgeries touched %d lanes and %d known origins", lanes, origins)
+		}
+	})
+
+	// Liveness (issue 21 item 3): quiet pairs are not checkpointed, so each origin's beat rides
+	// its own subject, consumed by one more single-filter durable per origin subscribed to (one
+	// for every origin here: the subscriptions name any origin). Beats reach OnBeat whatever the
+	// tenants; a beat that does not decode or claims another origin than its subject is recorded
+	// and terminated (invariant 12), and no event or checkpoint consumer receives a beat.
+	t.Run("TakesEachOriginsBeatOnOneMoreDurable", func(t *testing.T) {
+		t.Parallel()
+		in, b := setup(t)
+		var mu sync.Mutex
+		var beats []string
+		in.OnBeat = func(_ context.Context, beat wire.Beat) error {
+			mu.Lock()
+			defer mu.Unlock()
+			beats = append(beats, beat.Origin)
+			return nil
+		}
+		var verified atomic.Int64
+		in.OnCheckpoint = func(_ context.Context, cps []wire.Checkpoint, _ bool) error {
+			verified.Add(int64(len(cps)))
+			return nil
+		}
+		beat := func(origin string) *nats.Msg {
+			m, err := wire.BeatMessage(wire.Beat{Origin: origin, IntervalS: 1, At: time.Now(), From: 4, To: 4})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return m
+		}
+		forged := beat("mallory")
+		forged.Subject = wire.BeatSubject("orders")
+		malformed := beat("orders")
+		malformed.Data = []byte(`{"v":1,"origin":"orders","interval_s":0}`)
+		publish(t, b, beat("orders"), forged, malformed, beat("shipping"))
+		testrun.Go(t, "inbox", in.Run)
+		testrun.WaitFor(t, "two beats taken and two rejected", func() bool {
+			mu.Lock()
+			defer mu.Unlock()
+			return len(beats) == 2 && in.Counts().Rejected == 2
+		})
+		mu.Lock()
+		got := slices.Clone(beats)
+		mu.Unlock()
+		if !slices.Equal(got, []string{"orders", "shipping"}) {
+			t.Fatalf("beats taken from %v; want orders then shipping", got)
+		}
+		if verified.Load() != 0 || in.Counts().Stored != 0 {
+			t.Fatalf("a beat was taken as a checkpoint (%d) or an event (%d)", verified.Load(), in.Counts().Stored)
+		}
+		if _, err := b.nats.JS.Consumer(ctx, wire.EventsStream, wire.InboxDurable("billing", wire.BeatFilter("*"))); err != nil {
+			t.Fatalf("the beat durable: %v", err)
+		}
+	})
+
+	// Liveness with tenant grants: a consumer of one tenant of one origin still takes that
+	// origin's beat (its own durable on the named origin's beat filter), and no other origin's.
+	t.Run("ATenantScopedConsumerTakesItsOriginsBeat", func(t *testing.T) {
+		t.Parallel()
+		pool := dbtest.NewPool(t, "billing")
+		if err := store.SubscriptionsAdd(ctx, pool, "orders", eventTypes[:1], store.Tenants("acme")); err != nil {
+			t.Fatal(err)
+		}
+		srv := natstest.Start(t)
+		_, js := srv.Connect(t, "billing")
+		in := &inbox.Inbox{Pool: pool, JS: js, Service: "billing", Logger: testrun.Logger(t)}
+		got := make(chan string, 4)
+		in.OnBeat = func(_ context.Context, beat wire.Beat) error { got <- beat.Origin; return nil }
+		for _, origin := range []string{"shipping", "orders"} {
+			m, err := wire.BeatMessage(wire.Beat{Origin: origin, IntervalS: 1, At: time.Now()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := srv.JS.PublishMsg(ctx, m); err != nil {
+				t.Fatal(err)
+			}
+		}
+		testrun.Go(t, "inbox", in.Run)
+		if origin := testrun.Receive(t, "the subscribed origin's beat", got); origin != "orders" {
+			t.Fatalf("took the beat of %s; want orders only", origin)
+		}
+		if _, err := js.Consumer(ctx, wire.EventsStream, wire.InboxDurable("billing", wire.BeatFilter("orders"))); err != nil {
+			t.Fatalf("the beat durable of orders: %v", err)
 		}
 	})
 
@@ -329,7 +418,7 @@ func TestInbox(t *testing.T) {
 		type call struct{ held int }
 		calls := make(chan call, 4)
 		var failed atomic.Bool
-		in.OnCheckpoint = func(ctx context.Context, cp wire.Checkpoint, _ bool) error {
+		in.OnCheckpoint = func(ctx context.Context, _ []wire.Checkpoint, _ bool) error {
 			held := len(copiesOf(t, b.pool, "orders"))
 			calls <- call{held}
 			if failed.CompareAndSwap(false, true) {
@@ -372,6 +461,106 @@ func TestInbox(t *testing.T) {
 		}
 	})
 
+	// Issue 21 item 3 (checkpoints never delay live events) with invariant 1: a round over many
+	// tenants is one checkpoint message per tenant; the checkpoints that come back to back in a
+	// fetched batch are handed to the verifier as runs, not one call (one transaction) each, and
+	// still only after the events before them are stored, every one of them acknowledged.
+	t.Run("HandsARoundOfManyTenantsOverInRuns", func(t *testing.T) {
+		t.Parallel()
+		in, b := setup(t)
+		const tenants = 40
+		var calls, verified atomic.Int64
+		var early atomic.Bool
+		in.OnCheckpoint = func(ctx context.Context, cps []wire.Checkpoint, _ bool) error {
+			if len(copiesOf(t, b.pool, "orders")) < 3 {
+				early.Store(true)
+			}
+			calls.Add(1)
+			verified.Add(int64(len(cps)))
+			return nil
+		}
+		for seq := int64(1); seq <= 3; seq++ {
+			publish(t, b, wire.EventMessage(ordersEvent(seq, seq, eventTypes[0])))
+		}
+		at := time.Now().UTC()
+		for i := range tenants {
+			cp, err := wire.CheckpointMessage(wire.Checkpoint{Origin: "orders", IntervalS: 60, At: at, From: 4, To: 4 + tenants,
+				Type: eventTypes[0], Tenants: []wire.CheckpointTenant{{Tenant: fmt.Sprintf("t%03d", i), N: 0}}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			publish(t, b, cp)
+		}
+		testrun.Go(t, "inbox", in.Run)
+		testrun.WaitFor(t, "every tenant's checkpoint verified and acknowledged", func() bool {
+			info, err := b.nats.JS.Consumer(ctx, wire.EventsStream, wire.InboxDurable("billing", wire.LiveFilter("*", "*", eventTypes[0])))
+			if err != nil {
+				return false
+			}
+			i, err := info.Info(ctx)
+			return err == nil && verified.Load() == tenants && i.NumAckPending == 0 && i.NumPending == 0
+		})
+		if early.Load() {
+			t.Fatal("checkpoints were verified before the events ahead of them were stored")
+		}
+		if n := calls.Load(); n > tenants/10 {
+			t.Fatalf("%d checkpoints back to back reached the verifier in %d calls; want runs (at most %d calls)", tenants, n, tenants/10)
+		}
+	})
+
+	// Invariants 12 and 13 with checkpoints verified as runs: a run holding a forged checkpoint
+	// (another origin's subject) and one the verifier refuses for good (SQL's invalid input) loses
+	// neither of the genuine checkpoints beside them: each bad one is recorded and terminated
+	// alone, each genuine one verified once, and the run acknowledged.
+	t.Run("ARunWithABadCheckpointLosesNoneOfTheOthers", func(t *testing.T) {
+		t.Parallel()
+		in, b := setup(t)
+		var mu sync.Mutex
+		verified := map[string]int{}
+		in.OnCheckpoint = func(_ context.Context, cps []wire.Checkpoint, _ bool) error {
+			for _, cp := range cps {
+				if cp.Tenants[0].Tenant == "refused" {
+					return fmt.Errorf("verify checkpoint: %w: a refusal", store.ErrInvalidInput)
+				}
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			for _, cp := range cps {
+				verified[cp.Tenants[0].Tenant]++
+			}
+			return nil
+		}
+		at := time.Now().UTC()
+		checkpoint := func(tenant string) *nats.Msg {
+			m, err := wire.CheckpointMessage(wire.Checkpoint{Origin: "orders", IntervalS: 60, At: at, From: 1, To: 1,
+				Type: eventTypes[0], Tenants: []wire.CheckpointTenant{{Tenant: tenant}}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return m
+		}
+		forged := checkpoint("forged")
+		forged.Subject = wire.LiveSubject("mallory", "forged", eventTypes[0])
+		publish(t, b, checkpoint("first"), forged, checkpoint("refused"), checkpoint("last"))
+		testrun.Go(t, "inbox", in.Run)
+		testrun.WaitFor(t, "the genuine checkpoints verified, the bad ones rejected, nothing pending", func() bool {
+			info, err := b.nats.JS.Consumer(ctx, wire.EventsStream, wire.InboxDurable("billing", wire.LiveFilter("*", "*", eventTypes[0])))
+			if err != nil {
+				return false
+			}
+			i, err := info.Info(ctx)
+			mu.Lock()
+			defer mu.Unlock()
+			return err == nil && in.Counts().Rejected == 2 && verified["first"] == 1 && verified["last"] == 1 &&
+				i.NumAckPending == 0 && i.NumPending == 0
+		})
+		mu.Lock()
+		defer mu.Unlock()
+		if len(verified) != 2 || verified["first"] != 1 || verified["last"] != 1 {
+			t.Fatalf("verified %v; want first and last once each", verified)
+		}
+	})
+
 	// Detection in one interval (invariant 1): a checkpoint is handed over as ordered only while
 	// every delivery before it was this inbox's own first delivery, handled to the end. A
 	// checkpoint redelivered after a failed verification is not ordered; once the idle consumer
@@ -381,7 +570,7 @@ func TestInbox(t *testing.T) {
 		in, b := setup(t)
 		calls := make(chan bool, 8)
 		var failed atomic.Bool
-		in.OnCheckpoint = func(ctx context.Context, cp wire.Checkpoint, ordered bool) error {
+		in.OnCheckpoint = func(ctx context.Context, _ []wire.Checkpoint, ordered bool) error {
 			calls <- ordered
 			if failed.CompareAndSwap(false, true) {
 				return fmt.Errorf("the verifier fails once")
@@ -425,7 +614,7 @@ func TestInbox(t *testing.T) {
 		t.Parallel()
 		in, b := setup(t)
 		calls := make(chan bool, 4)
-		in.OnCheckpoint = func(ctx context.Context, cp wire.Checkpoint, ordered bool) error {
+		in.OnCheckpoint = func(ctx context.Context, _ []wire.Checkpoint, ordered bool) error {
 			calls <- ordered
 			return nil
 		}

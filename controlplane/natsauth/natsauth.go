@@ -7,7 +7,7 @@
 //
 // What a service S may do, and nothing else:
 //
-//	publish   streamseal.evt.S.>                  its own events and checkpoints
+//	publish   streamseal.evt.S.>                  its own events, checkpoints and beats (streamseal.evt.S._beat)
 //	          streamseal.ctl.*.S                  control messages naming S as sender (directed and _all)
 //	          streamseal.ctl.*.S.*                answers naming S as sender on a requester's reply address
 //	          $JS.API.STREAM.INFO.<stream>        the two streamseal streams: read at start
@@ -145,7 +145,9 @@ func (t Topology) Service(name string) (Service, bool) {
 }
 
 // InboxFilters are the event filters s's inbox consumes, one durable each: one per (origin,
-// tenant, type) its consumptions name, deduplicated, in order.
+// tenant, type) its consumptions name, deduplicated, in order, then the beat filter
+// (wire.BeatFilter) of each origin its consumptions name, AnyOrigin included: the inbox takes
+// the one any-origin beat filter or the named ones (wire.BeatFilters), both allowed here.
 func (s Service) InboxFilters() []string {
 	var filters []string
 	add := func(f string) {
@@ -162,6 +164,9 @@ func (s Service) InboxFilters() []string {
 				add(wire.InboxFilter(c.Origin, tenant, false, typ))
 			}
 		}
+	}
+	for _, c := range s.Consumes {
+		add(wire.BeatFilter(c.Origin))
 	}
 	return filters
 }

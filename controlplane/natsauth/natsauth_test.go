@@ -2,6 +2,7 @@ package natsauth_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	"github.com/nats-io/nats.go"
@@ -44,6 +45,7 @@ func TestGeneratedPermissionsAllowTheWorkAndNothingElse_Invariant12(t *testing.T
 			}
 			for _, subject := range []string{
 				wire.LiveSubject(self, "acme", "order.placed"),
+				wire.BeatSubject(self), // its liveness beat
 				wire.ControlSubjectFrom(other, self),
 				wire.ControlSubjectFrom(wire.BroadcastInbox, self),
 				wire.ReplySubject(other, self, "audit-1"), // answering a request that named a reply token
@@ -87,6 +89,16 @@ func TestGeneratedPermissionsAllowTheWorkAndNothingElse_Invariant12(t *testing.T
 			}
 			for _, f := range filters {
 				if f == wire.LiveFilter("*", "*", "order.placed") {
+					pull(wire.EventsStream, wire.InboxDurable(self, f), f)
+				}
+				// Its beat durables (liveness, one per origin consumed or one for any origin).
+				if origin, ok := strings.CutSuffix(strings.TrimPrefix(f, "streamseal.evt."), "._beat"); ok {
+					if origin == "*" {
+						origin = "orders"
+					}
+					if _, err := srv.JS.Publish(ctx, wire.BeatSubject(origin), []byte("{}")); err != nil {
+						t.Fatal(err)
+					}
 					pull(wire.EventsStream, wire.InboxDurable(self, f), f)
 				}
 			}
@@ -153,6 +165,7 @@ func TestGeneratedPermissionsAllowTheWorkAndNothingElse_Invariant12(t *testing.T
 			ownFilter := wire.LiveFilter("*", "*", "order.placed")
 			for _, subject := range []string{
 				wire.LiveSubject(other, "acme", "order.placed"),     // another origin's events
+				wire.BeatSubject(other),                             // another origin's beat
 				wire.ControlSubjectFrom(other, other),               // a control subject naming another sender
 				wire.ControlSubjectFrom(wire.BroadcastInbox, other), // a broadcast as another
 				wire.ReplySubject(self, other, "audit-1"),           // an answer on a reply address as another

@@ -42,11 +42,12 @@ func TestPermissionsPinEachTenantsFilter_Invariant11(t *testing.T) {
 	t.Parallel()
 	svc := natsauth.Service{Name: "billing", Consumes: []natsauth.Consumption{{Origin: "orders", Types: []string{"order.paid"}, Tenants: []string{"acme"}}}}
 	filters := svc.InboxFilters()
-	if len(filters) != 1 || filters[0] != "streamseal.evt.orders.acme.order~2Epaid" {
-		t.Fatalf("filters %v; want the one for orders/acme/order.paid", filters)
+	if len(filters) != 2 || filters[0] != "streamseal.evt.orders.acme.order~2Epaid" || filters[1] != "streamseal.evt.orders._beat" {
+		t.Fatalf("filters %v; want the one for orders/acme/order.paid and orders' beat", filters)
 	}
 	for _, p := range svc.Permissions().Publish {
-		if strings.HasPrefix(p, "$JS.API.CONSUMER.CREATE.STREAMSEAL_EVENTS.") && !strings.HasSuffix(p, ".streamseal.evt.orders.acme.order~2Epaid") {
+		if strings.HasPrefix(p, "$JS.API.CONSUMER.CREATE.STREAMSEAL_EVENTS.") && !strings.HasSuffix(p, ".streamseal.evt.orders.acme.order~2Epaid") &&
+			!strings.HasSuffix(p, ".streamseal.evt.orders._beat") {
 			t.Errorf("a consumer create beyond acme's filter: %s", p)
 		}
 	}
@@ -62,7 +63,8 @@ func TestNamedTenantsStayLiteral_Invariant11(t *testing.T) {
 		{Origin: "orders", Types: []string{"t"}, Tenants: []string{"", "*"}},
 		{Origin: "shipping", Types: []string{"t"}, AllTenants: true},
 	}}
-	want := []string{wire.LiveTenantFilter("orders", "", "t"), wire.LiveTenantFilter("orders", "*", "t"), wire.LiveFilter("shipping", "*", "t")}
+	want := []string{wire.LiveTenantFilter("orders", "", "t"), wire.LiveTenantFilter("orders", "*", "t"), wire.LiveFilter("shipping", "*", "t"),
+		wire.BeatFilter("orders"), wire.BeatFilter("shipping")}
 	if got := svc.InboxFilters(); !slices.Equal(got, want) {
 		t.Fatalf("filters %v; want %v", got, want)
 	}
@@ -76,5 +78,33 @@ func TestNamedTenantsStayLiteral_Invariant11(t *testing.T) {
 		if _, err := natsauth.LoadTopology(path); err == nil || !strings.Contains(err.Error(), "both") {
 			t.Errorf("%s: err %v; want one saying it names tenants and every tenant both", bad, err)
 		}
+	}
+}
+
+// Liveness (issue 21 item 3): the inbox consumes each subscribed origin's beat with one more
+// single-filter durable (wire.BeatFilters: the named origins', or the one any-origin filter when
+// it subscribes to any origin); the permissions allow whichever it creates for any part of what
+// the topology lets it consume, and no other origin's beat durable is needed.
+func TestPermissionsAllowTheBeatDurablesTheInboxCreates_Liveness(t *testing.T) {
+	t.Parallel()
+	svc := natsauth.Service{Name: "billing", Consumes: []natsauth.Consumption{
+		{Origin: "orders", Types: []string{"t"}, Tenants: []string{"acme"}},
+		{Origin: natsauth.AnyOrigin, Types: []string{"u"}, AllTenants: true},
+		{Origin: "shipping", Types: []string{"u"}, AllTenants: true},
+	}}
+	allowed := map[string]bool{}
+	for _, p := range svc.Permissions().Publish {
+		allowed[p] = true
+	}
+	for _, origins := range [][]string{{"orders"}, {"shipping"}, {"orders", "shipping"}, {"*"}, {"orders", "*"}} {
+		for _, f := range wire.BeatFilters(origins) {
+			create := "$JS.API.CONSUMER.CREATE." + wire.EventsStream + "." + wire.InboxDurable("billing", f) + "." + f
+			if !allowed[create] || !allowed["$JS.API.CONSUMER.MSG.NEXT."+wire.EventsStream+"."+wire.InboxDurable("billing", f)] {
+				t.Errorf("subscribed to %v, the inbox's beat durable on %s is not allowed", origins, f)
+			}
+		}
+	}
+	if slices.Contains(svc.InboxFilters(), wire.BeatFilter("payments")) {
+		t.Error("a beat durable of an origin the topology does not consume is allowed")
 	}
 }

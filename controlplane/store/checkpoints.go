@@ -90,15 +90,35 @@ func CheckpointVerify(ctx context.Context, db Querier, w CheckpointWindow) ([]La
 	if err != nil {
 		return nil, classify("verify checkpoint of "+w.Origin+"/"+w.EventType, err)
 	}
-	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (LaneVerdict, error) {
-		var v LaneVerdict
-		var newly, confirmed, toRequest [][]int64
-		err := row.Scan(&v.Tenant, &v.EventType, &v.Floor, &newly, &confirmed, &toRequest, &v.RequestAttempts)
-		v.NewlyConfirmed, v.Confirmed, v.ToRequest = rangePairs(newly), rangePairs(confirmed), rangePairs(toRequest)
-		return v, err
-	})
+	out, err := pgx.CollectRows(rows, laneVerdictRow)
 	if err != nil {
 		return nil, classify("verify checkpoint of "+w.Origin+"/"+w.EventType, err)
 	}
 	return out, nil
+}
+
+// CheckpointVerifyBeat re-evaluates this store's lanes of origin that hold holes on one of its
+// beats, window [from, to) (streamseal.verify_beat): quiet pairs are not checkpointed, so the beat
+// confirms their suspected holes and offers their confirmed ones for request again.
+func CheckpointVerifyBeat(ctx context.Context, db Querier, origin string, from, to int64) ([]LaneVerdict, error) {
+	rows, err := db.Query(ctx, `
+		select tenant, event_type, floor, `+rangesSQL("newly_confirmed")+`, `+rangesSQL("confirmed")+`, `+rangesSQL("to_request")+`,
+		       request_attempts
+		from streamseal.verify_beat($1, $2, $3)`, origin, from, to)
+	if err != nil {
+		return nil, classify("verify beat of "+origin, err)
+	}
+	out, err := pgx.CollectRows(rows, laneVerdictRow)
+	if err != nil {
+		return nil, classify("verify beat of "+origin, err)
+	}
+	return out, nil
+}
+
+func laneVerdictRow(row pgx.CollectableRow) (LaneVerdict, error) {
+	var v LaneVerdict
+	var newly, confirmed, toRequest [][]int64
+	err := row.Scan(&v.Tenant, &v.EventType, &v.Floor, &newly, &confirmed, &toRequest, &v.RequestAttempts)
+	v.NewlyConfirmed, v.Confirmed, v.ToRequest = rangePairs(newly), rangePairs(confirmed), rangePairs(toRequest)
+	return v, err
 }

@@ -10,8 +10,9 @@ import (
 )
 
 // HdrKind marks a message on an event subject that is not an event. Checkpoints ride the origin's
-// event subjects (one per (tenant, type)) so a checkpoint proves the path the events take, and a
-// consumer subscribed to some tenants receives only their checkpoints (invariant 11).
+// event subjects (one per (tenant, type) with events in the window) so a checkpoint proves the
+// path the events take, and a consumer subscribed to some tenants receives only their
+// checkpoints (invariant 11). The origin's beat (KindBeat, beat.go) rides its beat subject.
 const (
 	HdrKind        = "Streamseal-Kind"
 	KindCheckpoint = "checkpoint"

@@ -3,6 +3,7 @@ package wire
 import (
 	"fmt"
 	"hash/fnv"
+	"slices"
 	"strings"
 )
 
@@ -177,3 +178,51 @@ func InboxPrefix(service string) string { return "_INBOX_" + service }
 // OriginEvents matches every subject origin publishes events and checkpoints on
 // (streamseal.evt.<origin>.>): what the generated permissions let origin publish.
 func OriginEvents(origin string) string { return eventsPrefix + origin + ".>" }
+
+// beatToken is the last token of an origin's beat subject. The subject has four tokens where an
+// event subject has five, so no event filter (LiveFilter, LiveTenantFilter) ever matches it and
+// the token cannot collide with a tenant or type token.
+const beatToken = "_beat"
+
+// BeatSubject is where origin publishes its liveness beat, one per checkpoint round
+// (streamseal.evt.<origin>._beat): quiet pairs are not repeated in checkpoints, so a consumer
+// subscribed to some tenants only still sees the origin alive every interval. It lies under
+// OriginEvents(origin), which origin may already publish.
+func BeatSubject(origin string) string { return eventsPrefix + origin + "." + beatToken }
+
+// BeatFilter is the filter of origin's beats; "" or "*" matches every origin's.
+func BeatFilter(origin string) string {
+	if origin == "" {
+		origin = "*"
+	}
+	return eventsPrefix + origin + "." + beatToken
+}
+
+// BeatFilters are the beat filters a consumer of origins needs, one durable each: one per named
+// origin, or the one any-origin filter when origins holds "" or "*" (it covers the others, and
+// no beat may reach two consumers). Sorted, deduplicated.
+func BeatFilters(origins []string) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, o := range origins {
+		if o == "" || o == "*" {
+			return []string{BeatFilter("*")}
+		}
+		if f := BeatFilter(o); !seen[f] {
+			seen[f] = true
+			out = append(out, f)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// BeatSender returns the origin a beat subject names, and whether subject is a beat subject.
+func BeatSender(subject string) (string, bool) {
+	rest, ok := strings.CutPrefix(subject, eventsPrefix)
+	if !ok {
+		return "", false
+	}
+	origin, last, ok := strings.Cut(rest, ".")
+	return origin, ok && last == beatToken && ValidServiceName(origin)
+}

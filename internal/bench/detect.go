@@ -104,7 +104,9 @@ func detectionLatency(ctx context.Context, newDB harness.NewDatabase, opts Detec
 	}
 	version := int64(1)
 	// A healthy phase first: steady traffic with no loss, until the consumer has verified three
-	// checkpoints past its last event. Every repair request recorded here would be an extra one.
+	// checkpoints or beats past its last event (quiet pairs are not checkpointed: once the
+	// traffic stops only the origin's beats arrive). Every repair request recorded here would be
+	// an extra one.
 	for range 30 {
 		version++
 		if _, err := store.EventsAppend(ctx, orders.Pool, []store.NewEvent{{Tenant: "t", StreamID: "s", StreamVersion: version,
@@ -112,9 +114,10 @@ func detectionLatency(ctx context.Context, newDB harness.NewDatabase, opts Detec
 			return d, err
 		}
 	}
-	var received int64 = -1 // checkpoints verified when the consumer held all the traffic
+	var received int64 = -1 // checkpoints and beats verified when the consumer held all the traffic
 	if err := waitUntil(ctx, func() (bool, error) {
 		now, _, _ := billing.Verifier.Counts()
+		now += billing.Verifier.Beats()
 		if received < 0 {
 			if billing.Inbox.Counts().Stored >= version { // the warm-up event and the traffic
 				received = now

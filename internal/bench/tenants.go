@@ -40,7 +40,8 @@ var (
 // <= 1.5), seal_advanced (1 when every size sealed), damaged_bytes and damaged_seconds (the
 // damage audit at the largest size), damaged_bytes_flatness (its bytes at the largest size / at
 // the smallest: the drill costs the damage, not the tenant count), damaged_found (1 when every
-// size's one audit found the damaged tenant's bucket).
+// size's one audit found the damaged tenant's bucket); and the checkpoint figures of issue 21
+// item 3 at each size (tenantsCheckpoints): checkpoint_bytes_flatness, max_live_delay_intervals.
 func Tenants(ctx context.Context, newDB harness.NewDatabase, opts TenantsOptions, out io.Writer) error {
 	load := watchLoad(out)
 	h, err := harness.New(ctx, newDB, slog.New(slog.NewTextHandler(io.Discard, nil)))
@@ -132,8 +133,12 @@ func Tenants(ctx context.Context, newDB harness.NewDatabase, opts TenantsOptions
 			found = 0
 		}
 	}
-	fmt.Fprintf(out, "RESULT tenants audit_bytes_flatness=%.3f seal_advanced=%d healthy_bytes_small=%d healthy_bytes_large=%d damaged_bytes=%d damaged_bytes_small=%d damaged_bytes_flatness=%.3f damaged_seconds=%.3f damaged_found=%d busy=%d\n",
-		flatness, sealed, healthy[0], healthy[len(healthy)-1], last.bytes, first.bytes, float64(last.bytes)/float64(first.bytes),
+	checkpointFlatness, maxLiveDelay, err := tenantsCheckpoints(ctx, newDB, opts, out)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "RESULT tenants audit_bytes_flatness=%.3f checkpoint_bytes_flatness=%.3f seal_advanced=%d max_live_delay_intervals=%.3f healthy_bytes_small=%d healthy_bytes_large=%d damaged_bytes=%d damaged_bytes_small=%d damaged_bytes_flatness=%.3f damaged_seconds=%.3f damaged_found=%d busy=%d\n",
+		flatness, checkpointFlatness, sealed, maxLiveDelay, healthy[0], healthy[len(healthy)-1], last.bytes, first.bytes, float64(last.bytes)/float64(first.bytes),
 		last.took.Seconds(), found, load.End())
 	return nil
 }

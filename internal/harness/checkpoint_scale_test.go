@@ -72,16 +72,18 @@ type windowLog struct {
 
 func (w *windowLog) wrap(s *harness.Service) {
 	inner := s.Inbox.OnCheckpoint
-	s.Inbox.OnCheckpoint = func(ctx context.Context, cp wire.Checkpoint, ordered bool) error {
-		err := inner(ctx, cp, ordered)
+	s.Inbox.OnCheckpoint = func(ctx context.Context, cps []wire.Checkpoint, ordered bool) error {
+		err := inner(ctx, cps, ordered)
 		if err == nil { // recorded once verified: a witness of the verification's effects
 			w.mu.Lock()
 			if w.seen == nil {
 				w.seen, w.empty = map[string]int{}, map[string]bool{}
 			}
-			window := fmt.Sprintf("%s %s [%d,%d)", cp.Origin, cp.Type, cp.From, cp.To)
-			w.seen[window]++
-			w.empty[window] = cp.From == cp.To
+			for _, cp := range cps {
+				window := fmt.Sprintf("%s %s [%d,%d)", cp.Origin, cp.Type, cp.From, cp.To)
+				w.seen[window]++
+				w.empty[window] = cp.From == cp.To
+			}
 			w.mu.Unlock()
 		}
 		return err

@@ -336,3 +336,48 @@ func startReplica(t *testing.T, h *harness.Harness, of *harness.Service, opts ha
 	t.Cleanup(s.Stop)
 	return s
 }
+
+// Liveness and issue 21 item 3 (checkpoints cost what happened): once orders goes quiet its
+// pairs are not checkpointed again, yet billing sees orders alive every interval on its beats and
+// never raises the liveness alarm, however many intervals pass, and no false gap appears.
+func TestCheckpoint_AQuietOriginStaysAliveOnItsBeats(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	settings := fast(config.AutoRepairCapped, 10)
+	// A liveness window of 6 intervals: wide enough that a loaded machine does not starve the
+	// beats for that long, short enough to outlast in a few seconds.
+	settings.LivenessIntervals = 6
+	orders := start(t, h, "orders", harness.Options{Settings: settings}, nil)
+	billing := start(t, h, "billing", harness.Options{Settings: settings, Consumes: eventTypes[:1]}, nil)
+	services := []*harness.Service{orders, billing}
+	appendOrders(t, orders, 6, 2) // two of them of the consumed type
+	silent := func() bool {
+		var s bool
+		_ = billing.Pool.QueryRow(context.Background(), "select coalesce((select silent_since is not null from streamseal.known_origins where origin = 'orders'), false)").Scan(&s)
+		return s
+	}
+	waitFor(t, "billing's lane caught up", services, func() bool { return laneFloor(t, billing, "orders", "acme", eventTypes[0]) == 2 })
+	// Witness of quiet: a beat arrived after the lane caught up, so every checkpoint of the
+	// active windows was taken; from here on only beats may arrive.
+	first := billing.Verifier.Beats()
+	waitFor(t, "a beat after the catch-up", services, func() bool { return billing.Verifier.Beats() > first })
+	received, _, _ := billing.Verifier.Counts()
+	quietBeats := billing.Verifier.Beats()
+	// More quiet rounds than the liveness window holds, counted in beats (one per orders round).
+	// The window is LivenessIntervals of the interval orders announces (whole seconds, at least
+	// one), longer than its rounds here; billing's checkpoint job checks liveness every round.
+	announced := time.Duration(max(1, int(settings.CheckpointInterval.Seconds()))) * time.Second
+	window := int64(settings.LivenessIntervals) * int64(announced/settings.CheckpointInterval)
+	waitFor(t, "quiet beats outlasting the liveness window", services, func() bool {
+		if silent() {
+			t.Fatal("liveness alarm raised for orders while it was quiet but alive")
+		}
+		return billing.Verifier.Beats() >= quietBeats+window+4
+	})
+	if silent() {
+		t.Fatal("liveness alarm raised for orders while it was quiet but alive")
+	}
+	if now, gaps, requests := billing.Verifier.Counts(); now != received || gaps != 0 || requests != 0 {
+		t.Fatalf("over the quiet intervals billing received %d more checkpoints, %d gaps, %d requests; want none", now-received, gaps, requests)
+	}
+}

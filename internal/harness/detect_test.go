@@ -18,7 +18,8 @@ import (
 type sighting struct {
 	from, to  int64
 	ordered   bool
-	requested int // repair requests sent (sent_requests rows) once the verification returned
+	beat      bool // the origin's beat of the round (quiet pairs are not checkpointed), not a checkpoint
+	requested int  // repair requests sent (sent_requests rows) once the verification returned
 }
 
 // sightings records, for every checkpoint of one type a consumer verifies, whether the inbox
@@ -31,8 +32,8 @@ type sightings struct {
 func (w *sightings) wrap(eventType string) func(*harness.Service) {
 	return func(s *harness.Service) {
 		inner := s.Inbox.OnCheckpoint
-		s.Inbox.OnCheckpoint = func(ctx context.Context, cp wire.Checkpoint, ordered bool) error {
-			if err := inner(ctx, cp, ordered); err != nil || cp.Type != eventType {
+		s.Inbox.OnCheckpoint = func(ctx context.Context, cps []wire.Checkpoint, ordered bool) error {
+			if err := inner(ctx, cps, ordered); err != nil {
 				return err
 			}
 			var n int
@@ -40,28 +41,47 @@ func (w *sightings) wrap(eventType string) func(*harness.Service) {
 				return err
 			}
 			w.mu.Lock()
-			w.seen = append(w.seen, sighting{from: cp.From, to: cp.To, ordered: ordered, requested: n})
+			for _, cp := range cps {
+				if cp.Type == eventType {
+					w.seen = append(w.seen, sighting{from: cp.From, to: cp.To, ordered: ordered, requested: n})
+				}
+			}
+			w.mu.Unlock()
+			return nil
+		}
+		// Beats re-evaluate the lanes holding holes each round, as quiet checkpoints once did.
+		innerBeat := s.Inbox.OnBeat
+		s.Inbox.OnBeat = func(ctx context.Context, b wire.Beat) error {
+			if err := innerBeat(ctx, b); err != nil {
+				return err
+			}
+			var n int
+			if err := s.Pool.QueryRow(ctx, "select count(*) from streamseal.sent_requests").Scan(&n); err != nil {
+				return err
+			}
+			w.mu.Lock()
+			w.seen = append(w.seen, sighting{from: b.From, to: b.To, beat: true, requested: n})
 			w.mu.Unlock()
 			return nil
 		}
 	}
 }
 
-// covering returns the verified checkpoints whose window covers originSeq, in arrival order.
+// covering returns the verified checkpoints (not beats) whose window covers originSeq, in arrival order.
 func (w *sightings) covering(originSeq int64) []sighting {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	var out []sighting
 	for _, s := range w.seen {
-		if s.from <= originSeq && originSeq < s.to {
+		if !s.beat && s.from <= originSeq && originSeq < s.to {
 			out = append(out, s)
 		}
 	}
 	return out
 }
 
-// after returns the verified checkpoints whose window ends beyond originSeq (they cover it or
-// come after it).
+// after returns the verified checkpoints and beats whose window ends beyond originSeq (they cover
+// it or come after it).
 func (w *sightings) after(originSeq int64) []sighting {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -80,6 +100,21 @@ func (w *sightings) after(originSeq int64) []sighting {
 // then heals it.
 func TestCheckpoint_RequestsALossAfterOneCheckpoint(t *testing.T) {
 	t.Parallel()
+	requestsALossAfterOneCheckpoint(t, 0)
+}
+
+// Invariant 1, detection in one interval after a quiet spell (issue 21 item 3): the pair is not
+// checkpointed while quiet (only the origin's beats go out); when it speaks again and loses a
+// delivery, the first checkpoint covering the loss still requests it.
+func TestCheckpoint_RequestsALossAfterOneCheckpointAfterAQuietSpell(t *testing.T) {
+	t.Parallel()
+	requestsALossAfterOneCheckpoint(t, 3)
+}
+
+// requestsALossAfterOneCheckpoint: a lane is born, then quietBeats beats pass with no event
+// (none of them checkpoints the pair), then a delivery is lost; the first checkpoint covering it
+// requests it and the repair heals it.
+func requestsALossAfterOneCheckpoint(t *testing.T, quietBeats int) {
 	h := newHarness(t)
 	settings := fast(config.AutoRepairCapped, 10)
 	orders := start(t, h, "orders", harness.Options{Settings: settings, Grants: map[string][]string{"billing": eventTypes}}, nil)
@@ -96,6 +131,21 @@ func TestCheckpoint_RequestsALossAfterOneCheckpoint(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, "billing's lane born", services, func() bool { return laneFloor(t, billing, "orders", "acme", eventTypes[0]) == 1 })
+	if quietBeats > 0 {
+		var bornAt int64
+		_ = orders.Pool.QueryRow(context.Background(), "select origin_seq from streamseal.events where event_id = $1", warmUp.EventID).Scan(&bornAt)
+		waitFor(t, fmt.Sprintf("%d beats of a quiet spell verified", quietBeats), services, func() bool {
+			quiet := 0
+			for _, s := range seen.after(bornAt) {
+				if s.beat && s.from > bornAt {
+					quiet++
+				} else if !s.beat && s.from > bornAt {
+					t.Fatalf("the quiet pair was checkpointed: %+v", s)
+				}
+			}
+			return quiet >= quietBeats
+		})
+	}
 
 	var events []store.NewEvent
 	for v := int64(2); v <= 4; v++ {
@@ -165,7 +215,7 @@ func TestCheckpoint_HealthyRunSendsNoRepairRequest(t *testing.T) {
 		return n == 1
 	})
 	lastSeq, _, _ := typeSeqOf(t, orders, last)
-	waitFor(t, "billing holds everything and verified three checkpoints past the last event", services, func() bool {
+	waitFor(t, "billing holds everything and verified three checkpoints or beats past the last event", services, func() bool {
 		return countFrom(t, billing.Pool, "orders") == len(events) && len(seen.after(lastSeq)) >= 3
 	})
 	ordered := 0

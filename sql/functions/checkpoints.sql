@@ -1,6 +1,7 @@
 -- Checkpoints on the origin: the checkpoint job (River periodic, every control-plane replica)
--- calls next_checkpoint() in a transaction, publishes one checkpoint message per event type on
--- the type's event subject, then commits. Consumers compare the counts with what they hold
+-- calls next_checkpoint() in a transaction, publishes one checkpoint message per (tenant, type)
+-- with events in the window on that pair's event subject and one liveness beat on the origin's
+-- beat subject, then commits. Consumers compare the counts with what they hold
 -- (verify_checkpoint, lanes.sql).
 
 -- next_checkpoint takes the next checkpoint window [window_from, window_to) of this origin's own
@@ -16,18 +17,21 @@
 --
 -- Rows, own lane only (copies received from other origins are never counted under this
 -- service's identity):
+--   * first, always exactly one liveness row: null tenant and event_type, n = 0, first and last
+--     null, at_most_once empty. The caller publishes it as the origin's beat, so every consumer
+--     sees the origin alive each interval whatever its pairs did (silent_origins), and a
+--     consumer re-evaluates the lanes of this origin that hold holes on it (two-cycle
+--     confirmation and re-asks for quiet pairs).
 --   * per (tenant, event_type) with events in the window: n counts the events that are not
 --     at-most-once occurrences (ephemeral ones included: the checkpoint window is their only
 --     integrity window); first_type_seq and last_type_seq span every event of the pair in the
 --     window, at-most-once ones included (type_seqs are dense per pair, so the window holds
 --     exactly [first, last] of it); at_most_once is the multirange of the at-most-once
 --     occurrences' type_seqs (empty when none), which a consumer accepts instead of calling holes.
---   * per (tenant, event_type) this origin ever numbered that has no event in the window: a
---     heartbeat, n = 0, first and last null, at_most_once empty (quiet types still checkpoint,
---     so a tail loss before a quiet period is confirmed by the next, empty checkpoint).
---   * when the origin never numbered anything: one row with null tenant and event_type, so the
---     caller still publishes a liveness beat.
--- Every row carries the window. Cost: one index range read of the window plus the counters.
+--   * nothing for a pair quiet in the window (issue 21 item 3: a round costs the pairs that had
+--     events plus one beat, never the pairs ever numbered). A tail loss is still named: the
+--     checkpoint of the window that held the lost event rides after it on the same subject.
+-- Every row carries the window. Cost: one index range read of the window.
 create function streamseal.next_checkpoint()
 returns table (window_from bigint, window_to bigint, tenant text, event_type text, n bigint,
                first_type_seq bigint, last_type_seq bigint, at_most_once int8multirange)
@@ -76,22 +80,12 @@ begin
           and e.origin_seq >= from_seq
           and e.origin_seq < to_seq
         group by e.tenant, e.event_type
-    ), heartbeats as (
-        select c.tenant, c.event_type, 0::bigint as n, null::bigint as first_type_seq,
-               null::bigint as last_type_seq, '{}'::pg_catalog.int8multirange as at_most_once
-        from streamseal.type_seq_counters c
-        where not exists (
-            select from counted k where k.tenant = c.tenant and k.event_type = c.event_type)
-    ), pairs as (
-        select k.tenant, k.event_type, k.n, k.first_type_seq, k.last_type_seq, k.at_most_once from counted k
-        union all
-        select h.tenant, h.event_type, h.n, h.first_type_seq, h.last_type_seq, h.at_most_once from heartbeats h
     ), answer as (
-        select p.tenant, p.event_type, p.n, p.first_type_seq, p.last_type_seq, p.at_most_once from pairs p
+        -- The liveness row, every round.
+        select null::text as tenant, null::text as event_type, 0::bigint as n, null::bigint as first_type_seq,
+               null::bigint as last_type_seq, '{}'::pg_catalog.int8multirange as at_most_once
         union all
-        -- Nothing ever numbered: the liveness beat alone.
-        select null, null, 0, null, null, '{}'
-        where not exists (select from pairs)
+        select k.tenant, k.event_type, k.n, k.first_type_seq, k.last_type_seq, k.at_most_once from counted k
     )
     select from_seq, to_seq, a.tenant, a.event_type, a.n, a.first_type_seq, a.last_type_seq, a.at_most_once
     from answer a

@@ -478,6 +478,53 @@ as $$
         verify_checkpoint.at_most_once, verify_checkpoint.now_at, verify_checkpoint.ordered) v
 $$;
 
+-- verify_beat takes one beat of origin (its liveness message, one per checkpoint round, window
+-- [window_from, window_to)) and re-evaluates, as a heartbeat of verify_checkpoint would, every lane
+-- of origin that holds holes (suspected or confirmed), one call per event type: quiet pairs are
+-- not checkpointed any more (issue 21 item 3), so the beat is what confirms a tail loss suspected
+-- by the window that announced it (two-cycle) and keeps a confirmed hole offered for request
+-- (to_request, re-asks at their deadline) while its pair is quiet. Lanes with nothing outstanding
+-- are not read: the cost is the damage, not the pairs. Returns verify_checkpoint's rows. The
+-- inbox's verifier calls it for every beat it receives, after observe_origin.
+create function streamseal.verify_beat(origin text, window_from bigint, window_to bigint,
+                                       now_at timestamptz default pg_catalog.now())
+returns table (tenant text, event_type text, floor bigint, suspected int8multirange,
+               confirmed int8multirange, newly_confirmed int8multirange, to_request int8multirange,
+               request_attempts integer)
+language plpgsql
+volatile
+set search_path = pg_catalog, pg_temp
+set jit = off
+as $$
+declare
+    held record;
+begin
+    perform streamseal._require_other_origin('verify_beat', verify_beat.origin,
+        'a service ignores its own beats');
+    -- Types in order, tenants in order within each (_verify_checkpoint locks a type's lanes in
+    -- tenant order): overlapping calls cannot deadlock.
+    for held in
+        select l.event_type as type_name, pg_catalog.array_agg(l.tenant order by l.tenant) as tenant_names
+        from streamseal.lanes l
+        where l.origin = verify_beat.origin
+          and not (pg_catalog.isempty(l.suspected) and pg_catalog.isempty(l.confirmed))
+        group by l.event_type
+        order by l.event_type
+    loop
+        return query
+        select v.tenant, v.event_type, v.floor, v.suspected, v.confirmed, v.newly_confirmed, v.to_request,
+               v.request_attempts
+        from streamseal._verify_checkpoint(verify_beat.origin, verify_beat.window_from, verify_beat.window_to,
+            held.type_name, held.tenant_names,
+            pg_catalog.array_fill(0::bigint, array[pg_catalog.cardinality(held.tenant_names)]),
+            pg_catalog.array_fill(null::bigint, array[pg_catalog.cardinality(held.tenant_names)]),
+            pg_catalog.array_fill(null::bigint, array[pg_catalog.cardinality(held.tenant_names)]),
+            pg_catalog.array_fill('{}'::pg_catalog.int8multirange, array[pg_catalog.cardinality(held.tenant_names)]),
+            verify_beat.now_at, false) v;
+    end loop;
+end
+$$;
+
 -- mark_requested records that type_seqs of a lane were asked for (a redelivery request went to
 -- the origin), so checkpoints do not return them in to_request again before their deadline.
 -- requested keeps only what is still missing: a range that arrives leaves it. The deadline is

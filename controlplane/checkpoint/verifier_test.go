@@ -1,0 +1,232 @@
+package checkpoint_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/streamseal/streamseal/controlplane/checkpoint"
+	"github.com/streamseal/streamseal/controlplane/config"
+	"github.com/streamseal/streamseal/controlplane/store"
+	"github.com/streamseal/streamseal/controlplane/wire"
+	"github.com/streamseal/streamseal/internal/dbtest"
+	"github.com/streamseal/streamseal/internal/natstest"
+	"github.com/streamseal/streamseal/internal/testrun"
+)
+
+func TestVerifier(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+
+	// Invariants 1 and 6 (tail loss) with quiet pairs not checkpointed (issue 21 item 3): the
+	// window that announced a pair's last events leaves the lost one suspected (order not
+	// proven); the pair then goes quiet and sends nothing more, and the origin's next beat
+	// confirms the hole and requests it, once: a further beat asks nothing again before the
+	// re-ask deadline, and a beat never moves the floor past the hole.
+	t.Run("ABeatConfirmsAQuietPairsTailLossAndRequestsItOnce", func(t *testing.T) {
+		t.Parallel()
+		pool := dbtest.NewPool(t, "billing")
+		if err := store.SubscriptionsAdd(ctx, pool, "orders", []string{"order.placed"}, store.AllTenants()); err != nil {
+			t.Fatal(err)
+		}
+		var copies []store.EventCopy
+		for seq := int64(1); seq <= 4; seq++ { // 5 is lost
+			copies = append(copies, store.EventCopy{EventID: uuid.New(), Origin: "orders", OriginSeq: seq, TypeSeq: seq,
+				Tenant: "acme", StreamID: "s", StreamVersion: seq, EventType: "order.placed",
+				Payload: []byte(fmt.Sprintf(`{"n":%d}`, seq)), OccurredAt: time.Now().UTC()})
+		}
+		if _, err := store.EventsIngest(ctx, pool, copies); err != nil {
+			t.Fatal(err)
+		}
+		srv := natstest.Start(t)
+		_, js := srv.Connect(t, "billing")
+		cfg := config.Defaults()
+		cfg.RepairMode = config.AutoRepairCapped
+		v := &checkpoint.Verifier{Pool: pool, JS: js, Service: "billing", Config: cfg, Logger: testrun.Logger(t)}
+		sent := func() int {
+			var n int
+			if err := pool.QueryRow(ctx, "select count(*) from streamseal.sent_requests").Scan(&n); err != nil {
+				t.Fatal(err)
+			}
+			return n
+		}
+		first, last := int64(1), int64(5)
+		at := time.Now().UTC()
+		if err := v.Verify(ctx, wire.Checkpoint{Origin: "orders", IntervalS: 1, At: at, From: 1, To: 6, Type: "order.placed",
+			Tenants: []wire.CheckpointTenant{{Tenant: "acme", N: 5, First: &first, Last: &last}}}, false); err != nil {
+			t.Fatal(err)
+		}
+		if _, gaps, _ := v.Counts(); gaps != 0 || sent() != 0 {
+			t.Fatalf("the announcing window confirmed %d gaps and sent %d requests; want the hole suspected only", gaps, sent())
+		}
+		for round := 1; round <= 3; round++ {
+			if err := v.Beat(ctx, wire.Beat{Origin: "orders", IntervalS: 1, At: at.Add(time.Duration(round) * time.Second), From: 6, To: 6}); err != nil {
+				t.Fatal(err)
+			}
+			if _, gaps, requests := v.Counts(); gaps != 1 || requests != 1 || sent() != 1 {
+				t.Fatalf("after beat %d: %d gaps, %d requests, %d sent; want the tail loss confirmed and requested once", round, gaps, requests, sent())
+			}
+		}
+		var floor int64
+		var confirmed string
+		if err := pool.QueryRow(ctx, "select floor, confirmed::text from streamseal.lanes where origin = 'orders' and tenant = 'acme'").
+			Scan(&floor, &confirmed); err != nil {
+			t.Fatal(err)
+		}
+		if floor != 4 || confirmed != "{[5,6)}" {
+			t.Fatalf("lane floor %d confirmed %s; want floor 4 below the hole {[5,6)}", floor, confirmed)
+		}
+		if v.Beats() != 3 {
+			t.Fatalf("beats counted %d, want 3", v.Beats())
+		}
+	})
+
+	// Invariant 9 (storm bounds without starvation): checkpoints and beats share one fairness
+	// order. Cap one request a round; four lanes (2 tenants x 2 types) each lose one event every
+	// round; each round's checkpoints arrive in the same order (the first lane always first) and
+	// each round's beat arrives late, after the next round's checkpoints (the beat rides its own
+	// durable, so nothing orders it against the pairs' subjects). Over five rounds each lane is
+	// served once before any lane is served twice. (Before: a late beat re-offered the waiting
+	// lanes under its older round, which counted them as no longer waiting, and the first lane
+	// took the cap a second time while two lanes had never been served.)
+	t.Run("CheckpointsAndLateBeatsServeEveryLaneInTurn", func(t *testing.T) {
+		t.Parallel()
+		pool := dbtest.NewPool(t, "billing")
+		types, tenants := []string{"order.placed", "order.shipped"}, []string{"t1", "t2"}
+		if err := store.SubscriptionsAdd(ctx, pool, "orders", types, store.AllTenants()); err != nil {
+			t.Fatal(err)
+		}
+		cfg := config.Defaults()
+		cfg.RepairMode = config.ReportOnly
+		cfg.MaxAutoRepairRequestsPerCheckpoint = 1
+		cfg.RepairRetryAfter = time.Hour
+		v := &checkpoint.Verifier{Pool: pool, Service: "billing", Config: cfg, Logger: testrun.Logger(t)}
+		base := time.Now().UTC().Truncate(time.Second)
+		roundAt := func(r int) time.Time { return base.Add(time.Duration(r) * time.Second) }
+		seq := int64(0)
+		windows := map[int][2]int64{}
+		for round := 1; round <= 5; round++ {
+			from := seq + 1
+			var cps []wire.Checkpoint
+			var copies []store.EventCopy
+			for _, eventType := range types {
+				for _, tenant := range tenants {
+					// Each lane's round holds type_seqs 2r-1 (stored) and 2r (lost).
+					kept, lost := int64(2*round-1), int64(2*round)
+					seq++
+					copies = append(copies, store.EventCopy{EventID: uuid.New(), Origin: "orders", OriginSeq: seq, TypeSeq: kept,
+						Tenant: tenant, StreamID: fmt.Sprintf("r%d-%s-%s", round, tenant, eventType), StreamVersion: 1, EventType: eventType,
+						Payload: []byte("{}"), OccurredAt: time.Now().UTC()})
+					seq++ // the lost one
+					cps = append(cps, wire.Checkpoint{Origin: "orders", IntervalS: 1, At: roundAt(round), Type: eventType,
+						Tenants: []wire.CheckpointTenant{{Tenant: tenant, N: 2, First: &kept, Last: &lost}}})
+				}
+			}
+			if _, err := store.EventsIngest(ctx, pool, copies); err != nil {
+				t.Fatal(err)
+			}
+			windows[round] = [2]int64{from, seq + 1}
+			for _, cp := range cps {
+				cp.From, cp.To = from, seq+1
+				if err := v.Verify(ctx, cp, true); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if round > 1 { // the previous round's beat, late
+				w := windows[round-1]
+				if err := v.Beat(ctx, wire.Beat{Origin: "orders", IntervalS: 1, At: roundAt(round - 1), From: w[0], To: w[1]}); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		rows, err := pool.Query(ctx, "select tenant || ' ' || event_type from streamseal.gap_reports where action = 'would_request' order by id")
+		if err != nil {
+			t.Fatal(err)
+		}
+		order, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		if err != nil {
+			t.Fatal(err)
+		}
+		served := map[string]int{}
+		for i, lane := range order {
+			served[lane]++
+			if served[lane] == 2 && len(served) < len(types)*len(tenants) {
+				t.Fatalf("lane %s served a second time (request %d of %v) before every lane was served once", lane, i+1, order)
+			}
+		}
+		if len(order) > 5 || len(served) < len(types)*len(tenants) {
+			t.Fatalf("served %v over five capped rounds; want at most one a round, every lane once", order)
+		}
+	})
+
+	// Invariants 1 and 6 with a round verified as a run (issue 21 item 3): the messages of one
+	// window over many tenants are verified in one call; the one tenant that lost its event is
+	// named and requested (once), every other lane's floor moves to its last event, and a
+	// message of the next window in the same run is verified as its own window.
+	t.Run("ARunOfOneRoundNamesTheOneTenantThatLost", func(t *testing.T) {
+		t.Parallel()
+		pool := dbtest.NewPool(t, "billing")
+		if err := store.SubscriptionsAdd(ctx, pool, "orders", []string{"order.placed"}, store.AllTenants()); err != nil {
+			t.Fatal(err)
+		}
+		const tenants = 30
+		cfg := config.Defaults()
+		cfg.RepairMode = config.ReportOnly
+		v := &checkpoint.Verifier{Pool: pool, Service: "billing", Config: cfg, Logger: testrun.Logger(t)}
+		at := time.Now().UTC()
+		// round makes every tenant's type_seq ts (at origin_seq base+i+1) but lose's, and the
+		// run of the round's messages.
+		round := func(base int64, ts int64, lose string) ([]store.EventCopy, []wire.Checkpoint) {
+			var copies []store.EventCopy
+			var run []wire.Checkpoint
+			for i := range tenants {
+				tenant := fmt.Sprintf("t%03d", i)
+				if tenant != lose {
+					copies = append(copies, store.EventCopy{EventID: uuid.New(), Origin: "orders", OriginSeq: base + int64(i) + 1, TypeSeq: ts,
+						Tenant: tenant, StreamID: tenant, StreamVersion: ts, EventType: "order.placed", Payload: []byte("{}"), OccurredAt: at})
+				}
+				run = append(run, wire.Checkpoint{Origin: "orders", IntervalS: 1, At: at.Add(time.Duration(ts) * time.Second),
+					From: base + 1, To: base + tenants + 1, Type: "order.placed",
+					Tenants: []wire.CheckpointTenant{{Tenant: tenant, N: 1, First: &ts, Last: &ts}}})
+			}
+			return copies, run
+		}
+		// Round 1 gives every lane its birth.
+		copies, run := round(0, 1, "")
+		if _, err := store.EventsIngest(ctx, pool, copies); err != nil {
+			t.Fatal(err)
+		}
+		if err := v.VerifyRun(ctx, run, true); err != nil {
+			t.Fatal(err)
+		}
+		// Round 2 loses t017's event; round 3's message for t000 rides in the same run.
+		copies, run = round(tenants, 2, "t017")
+		three := int64(3)
+		copies = append(copies, store.EventCopy{EventID: uuid.New(), Origin: "orders", OriginSeq: 2*tenants + 1, TypeSeq: 3,
+			Tenant: "t000", StreamID: "t000", StreamVersion: 3, EventType: "order.placed", Payload: []byte("{}"), OccurredAt: at})
+		run = append(run, wire.Checkpoint{Origin: "orders", IntervalS: 1, At: at.Add(3 * time.Second), From: 2*tenants + 1, To: 2*tenants + 2,
+			Type: "order.placed", Tenants: []wire.CheckpointTenant{{Tenant: "t000", N: 1, First: &three, Last: &three}}})
+		if _, err := store.EventsIngest(ctx, pool, copies); err != nil {
+			t.Fatal(err)
+		}
+		if err := v.VerifyRun(ctx, run, true); err != nil {
+			t.Fatal(err)
+		}
+		if received, gaps, requests := v.Counts(); received != 2*tenants+1 || gaps != 1 || requests != 1 {
+			t.Fatalf("received %d, gaps %d, requests %d; want %d received, the one loss named and requested once", received, gaps, requests, 2*tenants+1)
+		}
+		var lost, atTop int
+		if err := pool.QueryRow(ctx, `select count(*) filter (where tenant = 't017' and floor = 1 and confirmed = '{[2,3)}'),
+			       count(*) filter (where tenant <> 't017' and floor = case tenant when 't000' then 3 else 2 end)
+			from streamseal.lanes where origin = 'orders'`).Scan(&lost, &atTop); err != nil {
+			t.Fatal(err)
+		}
+		if lost != 1 || atTop != tenants-1 {
+			t.Fatalf("lanes: %d with t017's hole confirmed below its floor, %d others at their last event; want 1 and %d", lost, atTop, tenants-1)
+		}
+	})
+}

@@ -1,0 +1,86 @@
+package wire
+
+import (
+	"slices"
+	"strings"
+	"testing"
+)
+
+// matches is NATS subject matching ('*' one token, '>' the rest) for the layout tests.
+func matches(filter, subject string) bool {
+	f, s := strings.Split(filter, "."), strings.Split(subject, ".")
+	for i, tok := range f {
+		if tok == ">" {
+			return len(s) > i
+		}
+		if i >= len(s) || (tok != "*" && tok != s[i]) {
+			return false
+		}
+	}
+	return len(f) == len(s)
+}
+
+// Liveness (issue 21 item 3) and invariant 12: an origin's beat rides a subject of its own that
+// names it, that no event filter matches (a beat never reaches an event consumer, an event never
+// a beat consumer), that lies under what the origin may publish, and that its beat filter (named
+// origin or any) matches.
+func TestBeatSubjectIsTheOriginsOwnAndNoEventFilterMatchesIt_Liveness(t *testing.T) {
+	subject := BeatSubject("orders")
+	if got, ok := BeatSender(subject); !ok || got != "orders" {
+		t.Fatalf("BeatSender(%q) = %q, %v; want orders", subject, got, ok)
+	}
+	if got, ok := EventSender(subject); !ok || got != "orders" {
+		t.Fatalf("EventSender(%q) = %q, %v; want orders (the inbox's forged-sender check applies)", subject, got, ok)
+	}
+	for _, f := range []string{LiveFilter("", "*", "order.placed"), LiveFilter("orders", "*", "_beat"),
+		LiveTenantFilter("orders", "_beat", "order.placed"), LiveTenantFilter("orders", "", "_beat")} {
+		if matches(f, subject) {
+			t.Errorf("event filter %q matches the beat subject %q", f, subject)
+		}
+	}
+	for _, ev := range []string{LiveSubject("orders", "_beat", "x"), LiveSubject("orders", "", "_beat")} {
+		for _, f := range []string{BeatFilter("orders"), BeatFilter("*")} {
+			if matches(f, ev) {
+				t.Errorf("beat filter %q matches the event subject %q", f, ev)
+			}
+		}
+	}
+	if !matches(OriginEvents("orders"), subject) || matches(OriginEvents("billing"), subject) {
+		t.Errorf("beat subject %q must lie under OriginEvents(orders) only", subject)
+	}
+	if !matches(BeatFilter("orders"), subject) || !matches(BeatFilter(""), subject) || matches(BeatFilter("billing"), subject) {
+		t.Errorf("beat filters do not select %q by origin", subject)
+	}
+	for _, bad := range []string{"streamseal.evt.orders.acme.t", "streamseal.evt.Orders._beat", "streamseal.ctl.orders._beat"} {
+		if got, ok := BeatSender(bad); ok {
+			t.Errorf("BeatSender(%q) = %q, want not a beat subject", bad, got)
+		}
+	}
+	if got := BeatFilters([]string{"shipping", "orders", "orders"}); !slices.Equal(got, []string{BeatFilter("orders"), BeatFilter("shipping")}) {
+		t.Errorf("BeatFilters(named) = %v", got)
+	}
+	if got := BeatFilters([]string{"orders", "*"}); !slices.Equal(got, []string{BeatFilter("*")}) {
+		t.Errorf("BeatFilters(with any origin) = %v: the any-origin filter alone, so no beat reaches two consumers", got)
+	}
+}
+
+// Bad input gets a clear error: a beat that does not decode, or claims an impossible window.
+func TestDecodeBeatRefusesMalformedBeats(t *testing.T) {
+	m, err := BeatMessage(Beat{Origin: "orders", IntervalS: 1, From: 3, To: 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !IsBeat(m.Header) || IsCheckpoint(m.Header) || m.Subject != BeatSubject("orders") {
+		t.Fatalf("beat message: subject %q headers %v", m.Subject, m.Header)
+	}
+	if b, err := DecodeBeat(m.Data); err != nil || b.Origin != "orders" || b.From != 3 || b.To != 5 {
+		t.Fatalf("DecodeBeat = %+v, %v", b, err)
+	}
+	for _, bad := range []string{`{`, `{"v":1,"origin":"orders","interval_s":1,"from":5,"to":3}`,
+		`{"v":1,"origin":"Orders","interval_s":1}`, `{"v":1,"origin":"orders","interval_s":0}`,
+		`{"v":1,"origin":"orders","interval_s":1,"extra":1}`} {
+		if _, err := DecodeBeat([]byte(bad)); err == nil {
+			t.Errorf("DecodeBeat(%s) accepted", bad)
+		}
+	}
+}
