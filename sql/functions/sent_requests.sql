@@ -26,6 +26,7 @@ declare
     sent streamseal.sent_requests;
     outside boolean;
     broadcast boolean := false;
+    consumed_scope boolean;
 begin
     select * into sent from streamseal.sent_requests s
     where s.request_id = check_redelivery_answer.request_id and s.origin = check_redelivery_answer.origin
@@ -49,6 +50,9 @@ begin
     if sent.answered_at is not null then
         return 'replayed';
     end if;
+    -- A backfill's requests (its broadcast and the follow-ups of truncated answers) name no tenant:
+    -- they ask for what this service consumes.
+    consumed_scope := sent.backfill is not null;
 
     select exists (
         select
@@ -60,9 +64,8 @@ begin
              as item(tenant, event_type, stream_id, os_lo, os_hi, ts_lo, ts_hi)
         where (item.event_type is not null and (
                    not coalesce(sent.request -> 'types' ? item.event_type, false)
-                -- A broadcast names no tenant: it asks for what this service consumes.
-                or (not broadcast and not coalesce(sent.request -> 'tenants' ? coalesce(item.tenant, ''), false))
-                or (broadcast and not streamseal.subscribed(check_redelivery_answer.origin, coalesce(item.tenant, ''),
+                or (not consumed_scope and not coalesce(sent.request -> 'tenants' ? coalesce(item.tenant, ''), false))
+                or (consumed_scope and not streamseal.subscribed(check_redelivery_answer.origin, coalesce(item.tenant, ''),
                                                             item.event_type))))
            or (item.stream_id is not null and pg_catalog.jsonb_array_length(coalesce(sent.request -> 'streams', '[]')) > 0
                and not sent.request -> 'streams' ? item.stream_id)

@@ -3,7 +3,7 @@
 -- truncated answer keeps the type requested until that origin's follow-up says it is done, and
 -- the type completes once every known origin answered done. A request not sent is unsolicited.
 begin;
-select plan(12);
+select plan(13);
 select streamseal.set_service_name('bc-billing');
 select streamseal.subscribe(array['bc.placed'], null, array['acme']);
 select streamseal.consumed_types_reconcile(true);
@@ -50,6 +50,9 @@ insert into streamseal.sent_requests (request_id, origin, source, request, follo
     ('b0000000-0000-0000-0000-000000000002', 'bc-orders', 'follow_up',
      '{"request_id":"b0000000-0000-0000-0000-000000000002","types":["bc.shipped"],"max_events":10,"state_only":true}',
      'b0000000-0000-0000-0000-000000000001', 'b0000000-0000-0000-0000-000000000001');
+select is(streamseal.check_redelivery_answer('b0000000-0000-0000-0000-000000000002', 'bc-orders', false,
+    '{acme}', '{bc.shipped}', '{s}', '{17}', '{null}', '{14}', '{null}'), null,
+    'the follow-up names no tenant either: a bundle of a consumed tenant answers it');
 select streamseal.backfill_answered('b0000000-0000-0000-0000-000000000002', 'bc-orders', 3, false);
 select is((select status from streamseal.consumed_types where event_type = 'bc.shipped'), 'complete',
           'the follow-up''s final answer completes the type');
