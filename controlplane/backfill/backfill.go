@@ -18,7 +18,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
+	"slices"
 	"time"
 
 	"github.com/google/uuid"
@@ -150,4 +152,69 @@ func Request(ctx context.Context, pool *pgxpool.Pool, js jetstream.JetStream, se
 	}
 	ins.BackfillRequested()
 	return id, nil
+}
+
+// Operator runs `streamseal backfill`: it sends one broadcast state-only request for types on
+// behalf of service (the running control plane stores the bundles, follows truncated answers and
+// records each origin's progress), then prints each origin's progress (events shipped, done, rate)
+// as it changes until every type is complete or ctx ends.
+type Operator struct {
+	Pool    *pgxpool.Pool
+	JS      jetstream.JetStream
+	Service string
+	Out     io.Writer
+	// Poll is how often progress is read (zero: 200 ms).
+	Poll time.Duration
+}
+
+// Run sends the backfill and reports until it completes.
+func (o *Operator) Run(ctx context.Context, types []string) error {
+	id, err := Request(ctx, o.Pool, o.JS, o.Service, types, 0, nil)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(o.Out, "backfill: asked every origin for the history of %v (request %s)\n", types, id)
+	poll := o.Poll
+	if poll <= 0 {
+		poll = 200 * time.Millisecond
+	}
+	seen := map[string]int64{}
+	for {
+		progress, err := store.BackfillProgress(ctx, o.Pool)
+		if err != nil {
+			return err
+		}
+		for _, p := range progress {
+			if p.Backfill != id {
+				continue
+			}
+			key := p.Origin + map[bool]string{true: "/done", false: ""}[p.Done]
+			if seen[key] == p.Shipped && (p.Shipped > 0 || seen[key+"?"] == 1) {
+				continue
+			}
+			seen[key], seen[key+"?"] = p.Shipped, 1
+			fmt.Fprintf(o.Out, "backfill: %s shipped %d events (%.0f events/s)%s\n", p.Origin, p.Shipped, p.Rate(),
+				map[bool]string{true: ", done", false: ", more to come"}[p.Done])
+		}
+		consumed, err := store.ConsumedTypes(ctx, o.Pool)
+		if err != nil {
+			return err
+		}
+		complete := 0
+		for _, c := range consumed {
+			if slices.Contains(types, c.EventType) && c.Status == store.ConsumedComplete && c.BackfillRequest != nil && *c.BackfillRequest == id {
+				complete++
+			}
+		}
+		if complete == len(types) {
+			fmt.Fprintf(o.Out, "backfill: complete: %v\n", types)
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("backfill %s: %d of %d types complete: %w (is the service's control plane running? it stores the answers)",
+				id, complete, len(types), ctx.Err())
+		case <-time.After(poll):
+		}
+	}
 }

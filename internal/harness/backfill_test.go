@@ -16,6 +16,7 @@ import (
 	"github.com/streamseal/streamseal/controlplane/backfill"
 	"github.com/streamseal/streamseal/controlplane/config"
 	"github.com/streamseal/streamseal/controlplane/redelivery"
+	"github.com/streamseal/streamseal/controlplane/status"
 	"github.com/streamseal/streamseal/controlplane/store"
 	"github.com/streamseal/streamseal/controlplane/wire"
 	"github.com/streamseal/streamseal/internal/dbtest"
@@ -161,6 +162,23 @@ func TestBackfill_AnExpansionAtRunTimeGetsTheWholeHistoryStateOnly_Invariant1(t 
 	}
 	if n := backfillRequests(t, billing.Pool); n != 1 {
 		t.Fatalf("billing sent %d broadcast backfill requests; want 1", n)
+	}
+	consumed, err := status.ReadConsumed(context.Background(), billing.Pool)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var shown bool
+	for _, c := range consumed {
+		if c.EventType == eventTypes[1] {
+			shown = c.Status == store.ConsumedComplete && c.CompletedAt != nil && len(c.Origins) == 1 &&
+				c.Origins[0].Origin == "orders" && c.Origins[0].Done && c.Origins[0].Shipped == int64(len(want))
+			if !shown {
+				t.Fatalf("status shows %+v; want complete, orders done with %d events shipped", c, len(want))
+			}
+		}
+	}
+	if !shown {
+		t.Fatalf("status does not show %s", eventTypes[1])
 	}
 	if f := billing.Repair.FollowUps(); f < 3 {
 		t.Fatalf("billing followed %d truncated answers; orders serves 500 a request, so want at least 3", f)
@@ -354,4 +372,33 @@ func TestBackfill_AServiceWithoutGrantsIsAnsweredWithNothing_Invariant11(t *test
 	if err := store.SubscriptionsAdd(ctx, billing.Pool, "", []string{""}, store.AllTenants()); !errors.Is(err, store.ErrInvalidInput) {
 		t.Fatalf("subscribing to an empty type: %v", err)
 	}
+}
+
+// Issue 18: `streamseal backfill` (backfill.Operator) asks every origin for the history of a type
+// billing consumed since its first start (its baseline) and prints each origin's progress until
+// the type is complete; the store then holds the origin's every event of it.
+func TestBackfill_TheManualCommandFillsAConsumedTypeAndShowsProgress(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	orders := start(t, h, "orders", harness.Options{Grants: map[string][]string{"billing": eventTypes}}, nil)
+	billing := start(t, h, "billing", harness.Options{Consumes: eventTypes[:1]}, nil)
+	services := []*harness.Service{orders, billing}
+	appendOrders(t, orders, 500, 5)
+	publishAllThenForget(t, orders, 500, false, services)
+	var out strings.Builder
+	op := &backfill.Operator{Pool: billing.Pool, JS: billing.JS, Service: "billing", Out: &out}
+	ctx, cancel := context.WithTimeout(context.Background(), failsafe)
+	defer cancel()
+	if err := op.Run(ctx, eventTypes[:1]); err != nil {
+		t.Fatalf("backfill: %v\n%s", err, out.String())
+	}
+	for _, want := range []string{"backfill: asked every origin", "backfill: orders shipped 100 events", ", done", "backfill: complete"} {
+		if !strings.Contains(out.String(), want) {
+			t.Fatalf("the progress lacks %q:\n%s", want, out.String())
+		}
+	}
+	waitFor(t, "billing holds every order.placed", services, func() bool {
+		return len(rowsOfType(t, billing.Pool, "orders", eventTypes[0])) == 100
+	})
+	requireSameRows(t, rowsOfType(t, orders.Pool, "orders", eventTypes[0]), rowsOfType(t, billing.Pool, "orders", eventTypes[0]))
 }
