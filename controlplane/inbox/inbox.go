@@ -206,6 +206,9 @@ func (in *Inbox) Run(ctx context.Context) error {
 		return nil
 	}
 	if err := reconcile(); err != nil {
+		if ctx.Err() != nil {
+			return nil // stopped while creating a consumer: not a failure
+		}
 		return err
 	}
 	if len(running) == 0 {
