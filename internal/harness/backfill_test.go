@@ -402,3 +402,56 @@ func TestBackfill_TheManualCommandFillsAConsumedTypeAndShowsProgress(t *testing.
 	})
 	requireSameRows(t, rowsOfType(t, orders.Pool, "orders", eventTypes[0]), rowsOfType(t, billing.Pool, "orders", eventTypes[0]))
 }
+
+// Invariant 1 and issue 18: two origins emit the same type; billing, which cannot know which
+// origins emitted it, sends one broadcast and both fill it: each origin's history arrives whole,
+// byte-equal, and the type completes only when both answered done.
+func TestBackfill_OneBroadcastFillsFromEveryOriginThatEmittedTheType(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	settings := fast(config.AutoRepairCapped, 10)
+	grants := map[string][]string{"billing": eventTypes}
+	orders := start(t, h, "orders", harness.Options{Settings: settings, Grants: grants}, nil)
+	stock := start(t, h, "stock", harness.Options{Settings: settings, Grants: grants}, nil)
+	billing := start(t, h, "billing", harness.Options{Settings: settings, Consumes: eventTypes[:1]}, quickBackfill)
+	services := []*harness.Service{orders, stock, billing}
+	appendStreams(t, orders, 300, 6, "order")
+	appendStreams(t, stock, 200, 4, "stock")
+	waitFor(t, "billing knows both origins", services, func() bool {
+		var known int
+		_ = billing.Pool.QueryRow(context.Background(), "select count(*) from streamseal.known_origins").Scan(&known)
+		return known == 2
+	})
+	ctx := context.Background()
+	waitFor(t, "both relays published and checkpointed everything", services, func() bool {
+		for _, o := range []struct {
+			s *harness.Service
+			n int64
+		}{{orders, 300}, {stock, 200}} {
+			var published, checkpointed int64
+			_ = o.s.Pool.QueryRow(ctx, "select published_through from streamseal.relay_state").Scan(&published)
+			_ = o.s.Pool.QueryRow(ctx, "select published_through from streamseal.checkpoint_state").Scan(&checkpointed)
+			if published != o.n || checkpointed <= o.n {
+				return false
+			}
+		}
+		return true
+	})
+	stream, err := orders.JS.Stream(ctx, wire.EventsStream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := stream.Purge(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := store.SubscriptionsAdd(ctx, billing.Pool, "", eventTypes[1:2], store.AllTenants()); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "order.paid complete", services, func() bool { return consumedStatus(t, billing, eventTypes[1]) == store.ConsumedComplete })
+	for _, origin := range []*harness.Service{orders, stock} {
+		requireSameRows(t, rowsOfType(t, origin.Pool, origin.Name, eventTypes[1]), rowsOfType(t, billing.Pool, origin.Name, eventTypes[1]))
+	}
+	if n := backfillRequests(t, billing.Pool); n != 1 {
+		t.Fatalf("billing sent %d broadcasts; want 1", n)
+	}
+}
