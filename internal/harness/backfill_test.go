@@ -3,6 +3,7 @@ package harness_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http/httptest"
 	"os"
@@ -10,6 +11,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/streamseal/streamseal/controlplane/audit"
@@ -453,5 +455,63 @@ func TestBackfill_OneBroadcastFillsFromEveryOriginThatEmittedTheType(t *testing.
 	}
 	if n := backfillRequests(t, billing.Pool); n != 1 {
 		t.Fatalf("billing sent %d broadcasts; want 1", n)
+	}
+}
+
+// Invariants 1 and 6 with birth lineage: billing consumes order.paid from run time on with its
+// backfill outstanding (switched off: the expansion stays pending). A delivery lost after the
+// lane's birth is still a loss: the checkpoints name it and it is repaired as a plain repair (not
+// state-only: it is live history a reactor must see), while the history before birth stays
+// pending_backfill, never a deficit.
+func TestBackfill_ALossAfterBirthIsRepairedPlainWhileTheBackfillIsOutstanding_Invariant1(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	settings := fast(config.AutoRepairCapped, 10)
+	off := settings
+	off.BackfillOnGrowth = config.BackfillOff
+	orders := start(t, h, "orders", harness.Options{Settings: settings, Grants: map[string][]string{"billing": eventTypes}}, nil)
+	lose := &suppressOnce{lose: map[uuid.UUID]bool{}}
+	billing := start(t, h, "billing", harness.Options{Settings: off, Consumes: eventTypes[:1], Suppress: lose.fn}, quickBackfill)
+	services := []*harness.Service{orders, billing}
+	appendOrders(t, orders, 50, 5)
+	publishAllThenForget(t, orders, 50, true, services)
+	ctx := context.Background()
+	if err := store.SubscriptionsAdd(ctx, billing.Pool, "", eventTypes[1:2], store.AllTenants()); err != nil {
+		t.Fatal(err)
+	}
+	durable := wire.InboxDurable("billing", wire.LiveFilter("*", "*", eventTypes[1]))
+	waitFor(t, "billing consumes order.paid", services, func() bool {
+		_, err := billing.JS.Consumer(ctx, wire.EventsStream, durable)
+		return err == nil && consumedStatus(t, billing, eventTypes[1]) == store.ConsumedPending
+	})
+
+	// After birth: 20 more order.paid events in one stream; the 10th is lost at billing's seam.
+	var events []store.NewEvent
+	for i := range 20 {
+		events = append(events, store.NewEvent{EventID: uuid.New(), Tenant: "acme", StreamID: "late", StreamVersion: int64(i + 1),
+			EventType: eventTypes[1], Payload: []byte(fmt.Sprintf(`{"late":%d}`, i))})
+	}
+	lost := events[9].EventID
+	lose.lose[lost] = true
+	if _, err := store.EventsAppend(ctx, orders.Pool, events); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the lost event repaired", services, func() bool { return present(t, billing, lost) })
+	var flags int
+	if err := billing.Pool.QueryRow(ctx, "select flags from streamseal.events where event_id = $1", lost).Scan(&flags); err != nil {
+		t.Fatal(err)
+	}
+	if flags&4 != 0 {
+		t.Fatalf("the loss after birth was repaired state-only (flags %d); want a plain repair", flags)
+	}
+	if got := consumedStatus(t, billing, eventTypes[1]); got != store.ConsumedPending {
+		t.Fatalf("the expansion is %q; want still pending", got)
+	}
+	var deficits int
+	if err := billing.Pool.QueryRow(ctx, "select count(*) from streamseal.repair_ledger").Scan(&deficits); err != nil {
+		t.Fatal(err)
+	}
+	if deficits != 0 {
+		t.Fatalf("%d ledger rows; the history before birth is pending_backfill, never a deficit", deficits)
 	}
 }
