@@ -109,15 +109,32 @@ func (l *Loop) Once(ctx context.Context, atStart bool) error {
 	if !l.Enabled {
 		return nil
 	}
-	due, err := store.BackfillDue(ctx, l.Pool, l.ReaskAfter)
+	// Claimed and recorded in one transaction before the publish: of several replicas one sends
+	// each broadcast, and a broadcast lost on the way is claimed again after ReaskAfter.
+	id := uuid.New()
+	tx, err := l.Pool.Begin(ctx)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback(ctx)
+	due, err := store.BackfillClaim(ctx, tx, l.ReaskAfter, id)
 	if err != nil || len(due) == 0 {
 		return err
 	}
-	_, err = Request(ctx, l.Pool, l.JS, l.Service, due, l.MaxEvents, l.Metrics)
-	if err == nil {
-		l.Logger.Info("backfill: broadcast state-only request sent", "types", due)
+	req := wire.RedeliveryRequest{RequestID: id.String(), Types: due, MaxEvents: l.MaxEvents, StateOnly: true}
+	if err := redelivery.SendBroadcastRecord(ctx, tx, store.SentRequest{RequestID: id, Origin: store.BroadcastOrigin,
+		Source: store.SourceBackfill}, req); err != nil {
+		return err
 	}
-	return err
+	if err := tx.Commit(ctx); err != nil {
+		return err
+	}
+	if err := redelivery.PublishBroadcast(ctx, l.JS, l.Service, req); err != nil {
+		return fmt.Errorf("publish backfill %s (recorded; re-asked after %s): %w", id, l.ReaskAfter, err)
+	}
+	l.Metrics.BackfillRequested()
+	l.Logger.Info("backfill: broadcast state-only request sent", "types", due, "request", id)
+	return nil
 }
 
 // Request sends one broadcast state-only request for types' history from every origin and marks

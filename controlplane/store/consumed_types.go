@@ -47,16 +47,17 @@ func ConsumedTypesReconcile(ctx context.Context, db Querier, atStart bool) ([]Co
 	return out, nil
 }
 
-// BackfillDue lists the expansions to ask for now (streamseal.backfill_due): pending ones, and
-// requested ones no origin answered within reaskAfter.
-func BackfillDue(ctx context.Context, db Querier, reaskAfter time.Duration) ([]string, error) {
-	rows, err := db.Query(ctx, "select streamseal.backfill_due(make_interval(secs => $1))", reaskAfter.Seconds())
+// BackfillClaim marks every expansion due (pending, or requested and unanswered by every origin
+// for reaskAfter) requested by requestID and returns them (streamseal.backfill_claim): of
+// several replicas, one claims each type.
+func BackfillClaim(ctx context.Context, db Querier, reaskAfter time.Duration, requestID uuid.UUID) ([]string, error) {
+	rows, err := db.Query(ctx, "select streamseal.backfill_claim(make_interval(secs => $1), $2)", reaskAfter.Seconds(), requestID)
 	if err != nil {
-		return nil, classify("read due backfills", err)
+		return nil, classify("claim due backfills", err)
 	}
 	out, err := pgx.CollectRows(rows, pgx.RowTo[string])
 	if err != nil {
-		return nil, classify("read due backfills", err)
+		return nil, classify("claim due backfills", err)
 	}
 	return out, nil
 }

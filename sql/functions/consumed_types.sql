@@ -66,6 +66,25 @@ as $$
     order by 1
 $$;
 
+-- backfill_claim marks every type due (as backfill_due says) requested by request_id and returns
+-- them, atomically: of several control-plane replicas reconciling at once, one claims a type and
+-- sends its broadcast; the others find it requested (the conditions are on the row itself, so a
+-- replica that waited for another's update re-checks them against the updated row).
+create function streamseal.backfill_claim(reask_after interval, request_id uuid)
+returns setof text
+language sql
+volatile
+set search_path = pg_catalog, pg_temp
+as $$
+    update streamseal.consumed_types c
+    set status = 'requested', backfill_request = backfill_claim.request_id, requested_at = pg_catalog.now(),
+        completed_at = null
+    where c.status = 'pending'
+       or (c.status = 'requested' and c.requested_at < pg_catalog.now() - backfill_claim.reask_after
+           and not exists (select from streamseal.broadcast_answers a where a.backfill = c.backfill_request))
+    returning c.event_type
+$$;
+
 -- backfill_requested records that request_id (a broadcast, sent_requests origin '_all') asks
 -- for event_types' history: they become requested. A type not consumed is refused by name.
 create function streamseal.backfill_requested(event_types text[], request_id uuid)

@@ -4,7 +4,7 @@
 -- or `subscribe` at run time) is an expansion: pending, born with the known origins' positions.
 -- A type no longer consumed is dropped, so consuming it again is a new expansion.
 begin;
-select plan(9);
+select plan(11);
 select streamseal.set_service_name('ct-billing');
 select streamseal.subscribe_all_tenants(array['ct.placed', 'ct.paid']);
 
@@ -28,6 +28,11 @@ select is((select status || ' ' || (birth_positions ->> 'ct-orders') from stream
           'pending 5001', 'the expansion is pending, born at the known origin''s checkpoint position');
 select results_eq($$ select * from streamseal.backfill_due(interval '1 minute') $$, $$ values ('ct.shipped') $$,
                   'the pending expansion is due');
+
+select results_eq($$ select * from streamseal.backfill_claim(interval '1 minute', 'd0000000-0000-0000-0000-000000000001') $$,
+                  $$ values ('ct.shipped') $$, 'a claim takes the due expansion and marks it requested');
+select is_empty($$ select * from streamseal.backfill_claim(interval '1 minute', 'd0000000-0000-0000-0000-000000000002') $$,
+                'a second claim (another replica) finds nothing due: one broadcast per expansion');
 
 select streamseal.unsubscribe_all_tenants(array['ct.paid']);
 select results_eq($$ select event_type, change from streamseal.consumed_types_reconcile(true) $$,
