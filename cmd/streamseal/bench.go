@@ -44,6 +44,10 @@ var benchmarks = []struct {
 	{"tenants", "healthy audit wire bytes as the tenant count grows, the seal at every size, one lost event in the last tenant", func(ctx context.Context, server *scratchdb.Server, quick bool, out io.Writer) error {
 		return bench.Tenants(ctx, benchDatabases(server), pick(quick, bench.QuickTenants, bench.FullTenants), out)
 	}},
+	{"backfill", "history delivered to a consumer that starts consuming a type: events/s, wire bytes against payload bytes, the origin's live appends during it against without", func(ctx context.Context, server *scratchdb.Server, quick bool, out io.Writer) error {
+		_, err := bench.Backfill(ctx, benchDatabases(server), pick(quick, bench.QuickBackfill, bench.FullBackfill), out)
+		return err
+	}},
 }
 
 func benchmarkNames() []string {

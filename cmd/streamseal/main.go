@@ -33,6 +33,8 @@ var commands = []struct {
 		func(ctx context.Context, inv invocation) error { return execute(ctx, inv, &runCmd{}, &runOpts{}) }},
 	{spec{name: config.CommandRepair, summary: "ask an origin to re-deliver events and show progress until they are stored"},
 		func(ctx context.Context, inv invocation) error { return execute(ctx, inv, &repairCmd{}, &repairOpts{}) }},
+	{spec{name: config.CommandBackfill, summary: "ask every origin for the history of consumed types (state-only) and show each origin's progress until complete"},
+		func(ctx context.Context, inv invocation) error { return execute(ctx, inv, &backfillCmd{}, &backfillOpts{}) }},
 	{spec{name: config.CommandAudit, summary: "run one deep audit now against every known origin (or --origin) and print findings"},
 		func(ctx context.Context, inv invocation) error { return execute(ctx, inv, &auditCmd{}, &auditOpts{}) }},
 	{spec{name: config.CommandStatus, summary: "per origin: liveness, seal, unhealed buckets, lanes (floor and holes); --json"},
@@ -43,7 +45,7 @@ var commands = []struct {
 		}},
 	{spec{name: config.CommandDemo, summary: "a walk-through on a throwaway database: append, stamp, digests, verification"},
 		func(ctx context.Context, inv invocation) error { return execute(ctx, inv, &demoCmd{}, &demoOpts{}) }},
-	{spec{name: config.CommandBench, args: "<" + strings.Join(benchmarkNames(), "|") + ">", summary: "run a benchmark: bench write|epochs|repair|detect|audit|tenants [--quick]", about: benchAbout},
+	{spec{name: config.CommandBench, args: "<" + strings.Join(benchmarkNames(), "|") + ">", summary: "run a benchmark: bench write|epochs|repair|detect|audit|tenants|backfill [--quick]", about: benchAbout},
 		func(ctx context.Context, inv invocation) error { return execute(ctx, inv, &benchCmd{}, &benchOpts{}) }},
 	{spec{name: config.CommandNATSConfig, summary: "print the nats-server authorization block (least-privilege users) for a topology; --out DIR writes NKey seeds", about: natsConfigAbout},
 		func(ctx context.Context, inv invocation) error {

@@ -29,6 +29,17 @@ func (c *statusCmd) Run(ctx context.Context, o *statusOpts) error {
 	if err := status.Print(c.Out, origins, o.JSON); err != nil || o.JSON {
 		return err
 	}
+	// What this service consumes: baseline, or an expansion pending, requested or complete.
+	consumed, err := status.ReadConsumed(ctx, c.Pool)
+	if err != nil {
+		return err
+	}
+	if len(consumed) > 0 {
+		fmt.Fprintln(c.Out)
+		if err := status.PrintConsumed(c.Out, consumed); err != nil {
+			return err
+		}
+	}
 	// Own events the relay could not publish are named here too (invariant 13); the quarantine
 	// command lists them for machines and re-queues them.
 	quarantined, err := status.ReadQuarantine(ctx, c.Pool)

@@ -144,6 +144,9 @@ type Finding struct {
 	Skipped   string // why the round was skipped, if it was
 	From, To  int64  // the window compared
 	Divergent []Bucket
+	// PendingBackfill are the buckets missing history older than an expansion's birth while its
+	// backfill is outstanding: expected, informational, never ledgered (issue 18).
+	PendingBackfill []Bucket
 	// Unresolved are the consumed types whose digests still differ from the origin's after this
 	// audit: every one is reported until it matches, never an all-clear (invariant 14).
 	Unresolved    []Unresolved
@@ -170,6 +173,10 @@ type Unresolved struct {
 	// every page was compared this audit (what differs was found, or is in flight).
 	ResumeAfter string
 }
+
+// ReasonPendingBackfill labels a bucket missing only history older than its lane's birth while
+// the type's backfill is outstanding (streamseal._birth_lineage).
+const ReasonPendingBackfill = "pending_backfill"
 
 // Bucket is one divergent (stream, tenant, type) bucket.
 type Bucket struct {
@@ -328,7 +335,18 @@ func (a *Auditor) auditOrigin(ctx context.Context, o store.KnownOrigin, full boo
 	if err != nil {
 		return f, err
 	}
-	f.Divergent, f.Unresolved = d.buckets, unresolved(mismatched, d)
+	for _, b := range d.buckets {
+		if b.Reason == ReasonPendingBackfill {
+			f.PendingBackfill = append(f.PendingBackfill, b)
+		} else {
+			f.Divergent = append(f.Divergent, b)
+		}
+	}
+	if len(f.PendingBackfill) > 0 {
+		a.Logger.Info("audit: history older than an expansion's birth is missing while its backfill is outstanding (pending_backfill: expected, not divergence)",
+			"origin", origin, "buckets", len(f.PendingBackfill))
+	}
+	f.Unresolved = unresolved(mismatched, d)
 	decisions := d.decisions
 	f.Requests, err = a.act(ctx, origin, f.From, f.To, decisions)
 	return f, err

@@ -39,6 +39,10 @@ func writeFinding(w io.Writer, f Finding, mode string) {
 	for _, b := range f.Divergent {
 		fmt.Fprintf(w, "  %-17s %s/%s stream %s: local n=%d, origin n=%d\n", b.Reason, b.Tenant, b.Type, b.Stream, b.LocalN, b.OriginN)
 	}
+	if len(f.PendingBackfill) > 0 {
+		fmt.Fprintf(w, "audit %s: %d buckets pending_backfill (history older than an expansion's birth, its backfill outstanding: expected)\n",
+			f.Origin, len(f.PendingBackfill))
+	}
 	// Never an all-clear over a mismatching digest: each type that still differs is named.
 	if len(f.Unresolved) > 0 {
 		fmt.Fprintf(w, "audit %s: UNRESOLVED: %d event types still differ from the origin\n", f.Origin, len(f.Unresolved))

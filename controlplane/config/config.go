@@ -23,6 +23,13 @@ const (
 	ReportOnly       = "report-only"        // detect and record exactly what would be requested
 )
 
+// Backfill on growth: on sends one broadcast state-only request per expansion of what the service
+// consumes; off leaves expansions pending (shown by status; the audit says pending_backfill).
+const (
+	BackfillOn  = "on"
+	BackfillOff = "off"
+)
+
 // Defaults of Config: the proposal's production defaults. The audit and jobs packages name theirs
 // after these (audit.MaxDrillDownTypesDefault, jobs.DefaultSweepCron).
 const (
@@ -49,6 +56,7 @@ const (
 	EventRetentionDefault                     = 7 * 24 * time.Hour
 	EphemeralGraceDefault                     = 24 * time.Hour
 	DestructionHoldLimitDefault               = redelivery.HoldLimitDefault
+	BackfillOnGrowthDefault                   = BackfillOn
 )
 
 // Config holds every tunable of a running control plane.
@@ -79,6 +87,8 @@ type Config struct {
 	// EphemeralGrace is how long ephemeral events are kept before the maintenance job reaps them
 	// (held ones longer: Redelivery.HoldLimit).
 	EphemeralGrace time.Duration
+	// BackfillOnGrowth is BackfillOn or BackfillOff.
+	BackfillOnGrowth string
 }
 
 // Defaults are the proposal's production defaults: each option's default from the table, and

@@ -46,6 +46,7 @@ func TestConfig(t *testing.T) {
 			FullSweepEveryNthAudit:             FullSweepEveryNthAuditDefault,
 			EventRetention:                     EventRetentionDefault,
 			EphemeralGrace:                     EphemeralGraceDefault,
+			BackfillOnGrowth:                   BackfillOnGrowthDefault,
 		}
 		if got := Defaults(); got != want {
 			t.Fatalf("Defaults() = %+v\nwant        %+v", got, want)

@@ -26,10 +26,11 @@ const (
 	CommandDemo       = "demo"
 	CommandBench      = "bench"
 	CommandNATSConfig = "nats-config"
+	CommandBackfill   = "backfill"
 )
 
 // Commands lists every command, in the order help shows them.
-var Commands = []string{CommandMigrate, CommandRun, CommandRepair, CommandAudit, CommandStatus, CommandQuarantine, CommandDemo, CommandBench, CommandNATSConfig}
+var Commands = []string{CommandMigrate, CommandRun, CommandRepair, CommandBackfill, CommandAudit, CommandStatus, CommandQuarantine, CommandDemo, CommandBench, CommandNATSConfig}
 
 // Defaults of the commands' own options.
 const (
@@ -56,12 +57,12 @@ type Options struct {
 	MetricsAddr     string        // run
 	StartTimeout    time.Duration // run
 	Origin          string        // repair, audit
-	Types           []string      // repair
+	Types           []string      // repair, backfill
 	Tenants         []string      // repair
 	From, To        int64         // repair
 	MaxEvents       int           // repair
 	StateOnly       bool          // repair
-	Timeout         time.Duration // repair
+	Timeout         time.Duration // repair, backfill
 	Full            bool          // audit
 	JSON            bool          // status, quarantine
 	Requeue         bool          // quarantine: re-queue instead of listing
@@ -214,10 +215,10 @@ func table(o *Options) []Option {
 func commandOptions(o *Options) []Option {
 	const (
 		migrate, run, repair, audit, status, demo, bench = CommandMigrate, CommandRun, CommandRepair, CommandAudit, CommandStatus, CommandDemo, CommandBench
-		quarantine                                       = CommandQuarantine
+		quarantine, backfill                             = CommandQuarantine, CommandBackfill
 	)
-	service := []string{migrate, run, repair, audit, status, quarantine}
-	natsClients := []string{run, repair, audit}
+	service := []string{migrate, run, repair, backfill, audit, status, quarantine}
+	natsClients := []string{run, repair, backfill, audit}
 	return []Option{
 		{Flag: "database-url", Env: "STREAMSEAL_DATABASE_URL", Commands: service, Required: service,
 			Help:  "this service's database, a PostgreSQL URL",
@@ -230,7 +231,7 @@ func commandOptions(o *Options) []Option {
 			Unset: "the name the database already has",
 			Help:  "this service's name, set once per database",
 			value: serviceName(&o.Service)},
-		{Flag: "nats-url", Env: "STREAMSEAL_NATS_URL", Commands: []string{run, repair, audit}, Required: []string{repair, audit},
+		{Flag: "nats-url", Env: "STREAMSEAL_NATS_URL", Commands: []string{run, repair, backfill, audit}, Required: []string{repair, backfill, audit},
 			Unset: "run starts an embedded server",
 			Help:  "the NATS server",
 			value: text(&o.NATSURL, "")},
@@ -296,7 +297,7 @@ func commandOptions(o *Options) []Option {
 			Unset: "audit: every known origin",
 			Help:  "the origin service that repair asks, or the one origin audit audits",
 			value: serviceName(&o.Origin)},
-		{Flag: "types", Commands: []string{repair}, Required: []string{repair},
+		{Flag: "types", Commands: []string{repair, backfill}, Required: []string{repair, backfill},
 			Help:  "comma-separated event types to ask for",
 			value: list(&o.Types)},
 		{Flag: "tenant", Commands: []string{repair}, Required: []string{repair},
@@ -315,7 +316,7 @@ func commandOptions(o *Options) []Option {
 			Unset: "off",
 			Help:  "mark the re-delivered events state-only (backfill: build state, fire no triggers)",
 			value: onOff(&o.StateOnly)},
-		{Flag: "timeout", Commands: []string{repair},
+		{Flag: "timeout", Commands: []string{repair, backfill},
 			Help:  "give up after this long",
 			value: durationAny(&o.Timeout, RepairTimeoutDefault)},
 		{Flag: "full", Commands: []string{audit},
@@ -430,6 +431,9 @@ func tunables(c *Config) []Option {
 		{Flag: "divergence-report-cooldown", Env: "STREAMSEAL_DIVERGENCE_REPORT_COOLDOWN", Commands: both,
 			Help:  "an unchanged divergence is re-reported once per this",
 			value: durationIn(&c.DivergenceReportCooldown, DivergenceReportCooldownDefault, 10*time.Millisecond, 7*day)},
+		{Flag: "backfill-on-growth", Env: "STREAMSEAL_BACKFILL_ON_GROWTH", Commands: []string{CommandRun},
+			Help:  "on: a type consumed after the first start (a restart or subscribe at run time) is backfilled by one broadcast state-only request; off: it stays pending (status shows it, the audit says pending_backfill)",
+			value: oneOf(&c.BackfillOnGrowth, BackfillOnGrowthDefault, "on|off", BackfillOn, BackfillOff)},
 		{Flag: "max-repair-attempts-per-bucket", Env: "STREAMSEAL_MAX_REPAIR_ATTEMPTS_PER_BUCKET", Commands: both,
 			Help:  "after this many requests a bucket's backoff stays at its slowest rung and it alarms as exhausted",
 			value: intIn(&c.MaxRepairAttemptsPerBucket, MaxRepairAttemptsPerBucketDefault, 1, 100)},

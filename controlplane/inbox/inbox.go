@@ -60,6 +60,9 @@ type Inbox struct {
 	// is a hole the next checkpoint names and repair fetches (invariant 1), not a wedge (13).
 	MaxDeliver int
 	Metrics    *metrics.Instruments // nil: not counted
+	// ReconcileInterval is how often subscriptions added or removed at run time are picked up
+	// (ReconcileIntervalDefault when zero).
+	ReconcileInterval time.Duration
 
 	received, stored, suppressed, rejected atomic.Int64
 	ordered, unordered                     atomic.Int64
@@ -137,7 +140,14 @@ func (o *orderProof) broken() { o.set(false) }
 // BatchDefault caps the messages an Inbox fetches and ingests per transaction when Batch is zero.
 const BatchDefault = 500
 
-// Run consumes until ctx ends. With no subscriptions it returns at once: nothing to consume.
+// ReconcileIntervalDefault is how often the inbox re-reads the subscriptions when
+// ReconcileInterval is zero.
+const ReconcileIntervalDefault = 5 * time.Second
+
+// Run consumes until ctx ends. It re-reads the subscriptions every ReconcileInterval, so a
+// subscription added (or removed) at run time gets (or loses) its durable consumer without a
+// restart; a removed subscription's durable is left on the broker (its position is kept for a
+// later re-subscription), only its loop stops.
 func (in *Inbox) Run(ctx context.Context) error {
 	if in.Batch <= 0 {
 		in.Batch = BatchDefault
@@ -148,49 +158,89 @@ func (in *Inbox) Run(ctx context.Context) error {
 	if in.MaxDeliver <= 0 {
 		in.MaxDeliver = wire.MaxDeliverDefault
 	}
-	filters, err := in.filters(ctx)
-	if err != nil {
-		return err
+	if in.ReconcileInterval <= 0 {
+		in.ReconcileInterval = ReconcileIntervalDefault
 	}
-	if len(filters) == 0 {
-		in.Logger.Info("inbox: no subscriptions, nothing to consume")
-		return nil
-	}
-	consumers := make([]jetstream.Consumer, len(filters))
-	for i, filter := range filters {
-		cons, err := in.JS.CreateOrUpdateConsumer(ctx, wire.EventsStream, jetstream.ConsumerConfig{
-			Durable:       wire.InboxDurable(in.Service, filter),
-			FilterSubject: filter,
-			AckPolicy:     jetstream.AckExplicitPolicy,
-			AckWait:       time.Minute,
-			MaxAckPending: in.Batch * 4,
-			MaxDeliver:    in.MaxDeliver,
-			DeliverPolicy: jetstream.DeliverAllPolicy,
-		})
-		if err != nil {
-			return fmt.Errorf("inbox consumer of %s for %s: %w", filter, in.Service, err)
-		}
-		consumers[i] = cons
-	}
-	in.consumers.Store(int64(len(consumers)))
 	// One loop per consumer: messages of one filter (and so of one subject) are handled in
 	// stream order, so a checkpoint is verified only after the events before it on its subject
 	// are committed; filters do not wait for one another. Each loop proves its own order.
 	var wg sync.WaitGroup
-	for i, cons := range consumers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			in.consume(ctx, filters[i], cons)
-		}()
+	defer wg.Wait()
+	running := map[string]context.CancelFunc{}
+	defer func() {
+		for _, stop := range running {
+			stop()
+		}
+	}()
+	reconcile := func() error {
+		filters, err := in.filters(ctx)
+		if err != nil {
+			return err
+		}
+		want := map[string]bool{}
+		for _, filter := range filters {
+			want[filter] = true
+			if running[filter] != nil {
+				continue
+			}
+			cons, err := in.JS.CreateOrUpdateConsumer(ctx, wire.EventsStream, jetstream.ConsumerConfig{
+				Durable:       wire.InboxDurable(in.Service, filter),
+				FilterSubject: filter,
+				AckPolicy:     jetstream.AckExplicitPolicy,
+				AckWait:       time.Minute,
+				MaxAckPending: in.Batch * 4,
+				MaxDeliver:    in.MaxDeliver,
+				DeliverPolicy: jetstream.DeliverAllPolicy,
+			})
+			if err != nil {
+				return fmt.Errorf("inbox consumer of %s for %s: %w", filter, in.Service, err)
+			}
+			loopCtx, stop := context.WithCancel(ctx)
+			running[filter] = stop
+			in.consumers.Add(1)
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				in.consume(loopCtx, filter, cons)
+			}()
+		}
+		for filter, stop := range running {
+			if !want[filter] {
+				stop()
+				delete(running, filter)
+				in.consumers.Add(-1)
+				in.Logger.Info("inbox: subscription removed, its consumer loop stopped", "filter", filter)
+			}
+		}
+		return nil
 	}
-	wg.Wait()
-	return nil
+	if err := reconcile(); err != nil {
+		if ctx.Err() != nil {
+			return nil // stopped while creating a consumer: not a failure
+		}
+		return err
+	}
+	if len(running) == 0 {
+		in.Logger.Info("inbox: no subscriptions yet; watching for them")
+	}
+	t := time.NewTicker(in.ReconcileInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+		if err := reconcile(); err != nil && ctx.Err() == nil {
+			in.Logger.Warn("inbox: reading the subscriptions failed; retrying", "err", err)
+		}
+	}
 }
 
 // consume fetches and stores one consumer's messages until ctx ends.
 func (in *Inbox) consume(ctx context.Context, filter string, cons jetstream.Consumer) {
 	order := &orderProof{report: &in.provenConsumers}
+	defer order.set(false) // a stopped loop holds no proof
 	in.reprove(ctx, cons, order)
 	for ctx.Err() == nil {
 		msgs, err := wire.FetchAvailable(ctx, cons, in.Batch, time.Second)

@@ -82,16 +82,44 @@ func TestInbox(t *testing.T) {
 		}
 	})
 
-	t.Run("ConsumesNothingWithoutSubscriptions", func(t *testing.T) {
+	// Issue 18 item 1: the inbox picks up subscription changes without a restart. With none it
+	// consumes nothing and keeps watching; a subscription added at run time gets its durable
+	// (the witness: the broker holds it), and Run still returns nil when its context ends.
+	t.Run("ConsumesNothingWithoutSubscriptionsAndPicksUpOneAddedAtRunTime", func(t *testing.T) {
 		t.Parallel()
 		pool := dbtest.NewPool(t, "quiet")
 		srv := natstest.Start(t)
 		_, js := srv.Connect(t, "quiet")
-		in := &inbox.Inbox{Pool: pool, JS: js, Service: "quiet", Logger: testrun.Logger(t)}
-		ctx, cancel := context.WithTimeout(ctx, testrun.Failsafe)
+		if err := wire.EnsureStreams(ctx, js, 0); err != nil {
+			t.Fatal(err)
+		}
+		in := &inbox.Inbox{Pool: pool, JS: js, Service: "quiet", Logger: testrun.Logger(t), ReconcileInterval: 10 * time.Millisecond}
+		runCtx, cancel := context.WithTimeout(ctx, testrun.Failsafe)
 		defer cancel()
-		if err := in.Run(ctx); err != nil || ctx.Err() != nil {
-			t.Fatalf("Run = %v (context: %v); want it to return nil at once", err, ctx.Err())
+		done := make(chan error, 1)
+		go func() { done <- in.Run(runCtx) }()
+		if n := in.Counts(); n.Received != 0 {
+			t.Fatalf("an inbox without subscriptions received %d messages", n.Received)
+		}
+		if err := store.SubscriptionsAdd(ctx, pool, "", eventTypes[:1], store.AllTenants()); err != nil {
+			t.Fatal(err)
+		}
+		durable := wire.InboxDurable("quiet", wire.LiveFilter("*", "*", eventTypes[0]))
+		for {
+			if _, err := js.Consumer(ctx, wire.EventsStream, durable); err == nil {
+				break
+			}
+			select {
+			case err := <-done:
+				t.Fatalf("Run returned %v before the subscription was picked up", err)
+			case <-runCtx.Done():
+				t.Fatal("the subscription added at run time never got its durable consumer")
+			case <-time.After(10 * time.Millisecond):
+			}
+		}
+		cancel()
+		if err := <-done; err != nil {
+			t.Fatalf("Run = %v; want nil when its context ends", err)
 		}
 	})
 

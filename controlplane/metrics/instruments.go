@@ -21,6 +21,7 @@ type Instruments struct {
 
 	divergences        *prometheus.CounterVec // origin, event_type, reason
 	repairsRequested   *prometheus.CounterVec // source, origin
+	backfillsRequested *prometheus.CounterVec // (none)
 	comparesDeclined   *prometheus.CounterVec // origin
 	pagesFollowed      *prometheus.CounterVec // origin
 	pagesCapped        *prometheus.CounterVec // origin
@@ -74,6 +75,8 @@ func newInstruments(reg prometheus.Registerer) *Instruments {
 			"origin", "event_type", "reason"),
 		repairsRequested: counter("repairs_requested_total",
 			"Repair requests sent (or recorded in report-only), by source (checkpoint, audit) and origin.", "source", "origin"),
+		backfillsRequested: counter("backfills_requested_total",
+			"Broadcast state-only backfill requests sent for expansions of what this service consumes (re-asks included)."),
 		comparesDeclined: counter("compares_declined_total",
 			"Manifest chunks no waiting request takes (unsolicited, or beyond what it holds), and audits asked for while one runs.", "origin"),
 		pagesFollowed: counter("manifest_pages_followed_total",
@@ -165,6 +168,13 @@ func (m *Instruments) Divergence(origin, eventType, reason string) {
 func (m *Instruments) RepairRequested(source, origin string) {
 	if m != nil {
 		m.repairsRequested.WithLabelValues(source, origin).Inc()
+	}
+}
+
+// BackfillRequested counts one broadcast backfill request.
+func (m *Instruments) BackfillRequested() {
+	if m != nil {
+		m.backfillsRequested.WithLabelValues().Inc()
 	}
 }
 

@@ -19,6 +19,7 @@ import (
 	"github.com/riverqueue/river"
 
 	"github.com/streamseal/streamseal/controlplane/audit"
+	"github.com/streamseal/streamseal/controlplane/backfill"
 	"github.com/streamseal/streamseal/controlplane/checkpoint"
 	"github.com/streamseal/streamseal/controlplane/config"
 	"github.com/streamseal/streamseal/controlplane/inbox"
@@ -60,6 +61,7 @@ type Node struct {
 	Verifier   *checkpoint.Verifier
 	Manifest   *audit.ManifestServer
 	Auditor    *audit.Auditor
+	Backfill   *backfill.Loop
 	Metrics    *metrics.Exporter
 	River      *river.Client[pgx.Tx]
 
@@ -123,6 +125,8 @@ func New(cfg Config) (*Node, error) {
 	n.Auditor = &audit.Auditor{Pool: cfg.Pool, JS: js, Service: cfg.Service, Config: settings, Logger: logger, Metrics: ins,
 		Limits: audit.Limits{MaxDrillDownTypes: settings.MaxDrillDownTypesPerAudit, MaxDigests: settings.MaxDigestsPerManifest,
 			MaxRequests: settings.MaxAutoRepairRequestsPerAudit}}
+	n.Backfill = &backfill.Loop{Pool: cfg.Pool, JS: js, Service: cfg.Service, Enabled: settings.BackfillOnGrowth == config.BackfillOn,
+		MaxEvents: settings.Redelivery.MaxEventsPerRequest, Logger: logger, Metrics: ins}
 	client, err := jobs.NewClient(cfg.Pool, settings, n.Publisher, n.Verifier, n.Auditor, n.Metrics.Refresh, logger)
 	if err != nil {
 		return nil, err
@@ -149,6 +153,11 @@ func (n *Node) Start(ctx context.Context) error {
 	n.Repair.Register(n.Control)
 	n.Manifest.Register(n.Control)
 	n.Auditor.Register(n.Control)
+	// The consumed-type registry first: a starting control plane takes the first baseline, and a
+	// type consumed since the last start is an expansion whose backfill goes out now.
+	if err := n.Backfill.Start(ctx); err != nil {
+		return fmt.Errorf("backfill at start: %w", err)
+	}
 	runCtx, cancel := context.WithCancel(ctx)
 	n.cancel = cancel
 	n.goRun(runCtx, "stamper", (&stamper.Loop{Pool: n.Pool, Logger: n.logger, Metrics: n.Metrics.Instruments}).Run)
@@ -158,6 +167,7 @@ func (n *Node) Start(ctx context.Context) error {
 	n.goRun(runCtx, "inbox", n.Inbox.Run)
 	n.goRun(runCtx, "control", n.Control.Run)
 	n.goRun(runCtx, "redelivery", n.Redelivery.Run)
+	n.goRun(runCtx, "backfill", n.Backfill.Run)
 	if err := n.River.Start(runCtx); err != nil {
 		cancel()
 		return fmt.Errorf("start River: %w", err)

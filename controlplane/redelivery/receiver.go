@@ -134,6 +134,9 @@ func (r *Receiver) onSummary(ctx context.Context, env wire.Envelope, _ []byte) e
 	if err := r.answered(ctx, env.From, s); err != nil {
 		return err
 	}
+	if err := r.backfillAnswered(ctx, env.From, s); err != nil {
+		return err
+	}
 	if r.OnSummary != nil {
 		r.OnSummary(s)
 	}
@@ -179,6 +182,23 @@ func (r *Receiver) answered(ctx context.Context, origin string, s wire.Redeliver
 	r.Metrics.RepairRequested(store.SourceFollowUp, origin)
 	r.Logger.Info("repair: truncated answer followed by a request for the rest", "origin", origin, "request", s.RequestID,
 		"follow_up", rest.RequestID, "after_stream", s.ResumeAfter.Stream, "after_version", s.ResumeAfter.Version)
+	return nil
+}
+
+// backfillAnswered records an origin's summary of a backfill's request (its broadcast or a
+// follow-up) as that origin's progress, and logs it; a summary of any other request changes
+// nothing here.
+func (r *Receiver) backfillAnswered(ctx context.Context, origin string, s wire.RedeliverySummary) error {
+	id, err := uuid.Parse(s.RequestID)
+	if err != nil {
+		return nil
+	}
+	backfill, ok, err := store.BackfillAnswered(ctx, r.Pool, id, origin, int64(s.Shipped), s.Truncated)
+	if err != nil || !ok {
+		return err
+	}
+	r.Logger.Info("backfill: progress", "backfill", backfill, "origin", origin, "request", s.RequestID,
+		"shipped", s.Shipped, "done", !s.Truncated)
 	return nil
 }
 

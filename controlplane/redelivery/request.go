@@ -51,3 +51,28 @@ func Request(ctx context.Context, db store.Querier, js jetstream.JetStream, serv
 	}
 	return req.RequestID, nil
 }
+
+// SendBroadcastRecord records req as a backfill's broadcast (sent_requests origin '_all',
+// source backfill); PublishBroadcast then publishes it on the broadcast subject
+// (wire.ControlSubjectFrom(BroadcastInbox, service)): an expanding consumer cannot know which
+// origins emitted the types it now consumes, so every origin runs the selection under its grants
+// and answers directed back; any origin may answer it, each once
+// (streamseal.check_redelivery_answer). A truncated answer is followed by a request directed to
+// the origin that sent it (Receiver), which continues the same backfill.
+func SendBroadcastRecord(ctx context.Context, db store.Querier, r store.SentRequest, req wire.RedeliveryRequest) error {
+	body, err := json.Marshal(req)
+	if err != nil {
+		return err
+	}
+	r.Request = body
+	return store.SentRequestRecord(ctx, db, r)
+}
+
+// PublishBroadcast publishes a recorded broadcast request from service to every origin.
+func PublishBroadcast(ctx context.Context, js jetstream.JetStream, service string, req wire.RedeliveryRequest) error {
+	env, err := wire.NewEnvelope(wire.KindRedeliveryRequest, service, "", req)
+	if err != nil {
+		return err
+	}
+	return wire.Publish(ctx, js, env, nil)
+}

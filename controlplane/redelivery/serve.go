@@ -400,7 +400,7 @@ func (s *Server) refuse(requester string, req wire.RedeliveryRequest, reason str
 // pairs requester is granted.
 func selection(requester string, req wire.RedeliveryRequest) store.RedeliverySelection {
 	return store.RedeliverySelection{Tenants: req.Tenants, EventTypes: req.Types, Streams: req.Streams,
-		FromSeq: req.FromSeq, ToSeq: req.ToSeq, TypeSeqRanges: req.TypeSeqRanges, Requester: requester}
+		FromSeq: req.FromSeq, ToSeq: req.ToSeq, TypeSeqRanges: req.TypeSeqRanges, Requester: requester, StateOnly: req.StateOnly}
 }
 
 // unservable asks SQL which requested sequences cannot be served; only a request naming a

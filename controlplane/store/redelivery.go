@@ -19,6 +19,8 @@ type RedeliverySelection struct {
 	// Requester, when set, is the service the selection is for: only the (tenant, type) pairs
 	// it is granted are selected, and nil Tenants then means its granted tenants (invariant 11).
 	Requester string
+	// StateOnly is a backfill's selection: ephemeral events are left out.
+	StateOnly bool
 }
 
 // RedeliveryCursor continues a selection strictly after (stream, version); nil fields start it.
@@ -37,9 +39,9 @@ func RedeliveryPage(ctx context.Context, db Querier, origin string, sel Redelive
 		from streamseal.select_redelivery(
 		    tenants => $1, event_types => $2, streams => $3, from_seq => $4, to_seq => $5,
 		    type_seq_ranges => $6::int8multirange, after_stream => $7, after_version => $8,
-		    max_events => $9, cap => $10, requester => $11)`,
+		    max_events => $9, cap => $10, requester => $11, state_only => $12)`,
 		textsOrNull(sel.Tenants), sel.EventTypes, textsOrNull(sel.Streams), sel.FromSeq, sel.ToSeq, multirangeOrNull(sel.TypeSeqRanges),
-		after.AfterStream, after.AfterVersion, max, cap, textOrNull(sel.Requester))
+		after.AfterStream, after.AfterVersion, max, cap, textOrNull(sel.Requester), sel.StateOnly)
 	if err != nil {
 		return nil, classify("select redelivery page", err)
 	}

@@ -33,8 +33,12 @@ type SentRequest struct {
 // recorded and then lost is what re-asking is for).
 func SentRequestRecord(ctx context.Context, db Querier, r SentRequest) error {
 	if _, err := db.Exec(ctx, `
-		insert into streamseal.sent_requests (request_id, origin, source, request, follows)
-		values ($1, $2, $3, $4, $5) on conflict (request_id) do nothing`,
+		insert into streamseal.sent_requests (request_id, origin, source, request, follows, backfill)
+		values ($1, $2, $3, $4, $5,
+		        -- A backfill's broadcast roots it; a follow-up continues the backfill it follows.
+		        case when $3 = 'backfill' then $1
+		             else (select s.backfill from streamseal.sent_requests s where s.request_id = $5) end)
+		on conflict (request_id) do nothing`,
 		r.RequestID, r.Origin, r.Source, r.Request, nullUUID(r.Follows)); err != nil {
 		return classify("record sent request", err)
 	}
@@ -42,12 +46,15 @@ func SentRequestRecord(ctx context.Context, db Querier, r SentRequest) error {
 }
 
 // SentRequestAnswered marks the request answered by origin and returns it; ok is false when this
-// service sent no such request to origin.
+// service sent no such request to origin. A broadcast (a backfill's) is returned for any origin
+// and stays open for the others.
 func SentRequestAnswered(ctx context.Context, db Querier, requestID uuid.UUID, origin string) (r SentRequest, ok bool, err error) {
 	var follows *uuid.UUID
 	err = db.QueryRow(ctx, `
-		update streamseal.sent_requests set answered_at = coalesce(answered_at, now())
-		where request_id = $1 and origin = $2
+		update streamseal.sent_requests
+		-- A broadcast (origin '_all') stays open for the other origins (broadcast_answers).
+		set answered_at = case when origin = '_all' then answered_at else coalesce(answered_at, now()) end
+		where request_id = $1 and origin in ($2, '_all')
 		returning request_id, origin, source, request, follows`, requestID, origin).
 		Scan(&r.RequestID, &r.Origin, &r.Source, &r.Request, &follows)
 	if errors.Is(err, pgx.ErrNoRows) {

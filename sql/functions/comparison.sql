@@ -2,7 +2,9 @@
 -- stream-level page per drill-down) held against this store's copy of the same lane and window.
 -- The audit job calls these with the answer's rows as parallel arrays and feeds the differing
 -- buckets to ledger_observe (ledger.sql). Deficits are repairable; identity mismatches and
--- local extras only alarm (DESIGN.md "Comparison", invariants 8, 9 and 10).
+-- local extras only alarm (DESIGN.md "Comparison", invariants 8, 9 and 10). A deficit of history
+-- older than the lane's birth while its backfill is outstanding is 'pending_backfill'
+-- (consumed_types.sql, _birth_lineage): informational, never ledgered.
 
 -- _divergence_reason classifies one bucket from its two folds (a side that lacks the bucket is
 -- (0, 0, 0)): null when they are equal, 'deficit' when this store holds fewer events,
@@ -229,7 +231,8 @@ begin
         full join answer a on a.tenant = m.tenant and a.event_type = m.event_type
     )
     select p.tenant, p.event_type, p.local_x0, p.local_x1, p.local_n, p.origin_x0, p.origin_x1, p.origin_n,
-           streamseal._divergence_reason(p.local_x0, p.local_x1, p.local_n, p.origin_x0, p.origin_x1, p.origin_n)
+           streamseal._birth_lineage(compare_type_digests.origin, p.tenant, p.event_type,
+               streamseal._divergence_reason(p.local_x0, p.local_x1, p.local_n, p.origin_x0, p.origin_x1, p.origin_n))
     from paired p
     where streamseal._divergence_reason(p.local_x0, p.local_x1, p.local_n, p.origin_x0, p.origin_x1, p.origin_n) is not null
       -- A tenant this service does not consume is never compared, so never repaired into it
@@ -401,7 +404,8 @@ begin
         full join answer a on a.stream_id = m.stream_id and a.tenant = m.tenant and a.event_type = m.event_type
     )
     select p.stream_id, p.tenant, p.event_type, p.local_x0, p.local_x1, p.local_n, p.origin_x0, p.origin_x1, p.origin_n,
-           streamseal._divergence_reason(p.local_x0, p.local_x1, p.local_n, p.origin_x0, p.origin_x1, p.origin_n),
+           streamseal._birth_lineage(compare_stream_digests.origin, p.tenant, p.event_type,
+               streamseal._divergence_reason(p.local_x0, p.local_x1, p.local_n, p.origin_x0, p.origin_x1, p.origin_n)),
            coalesce(compare_stream_digests.settle > interval '0'
                     and d.updated_at >= pg_catalog.now() - compare_stream_digests.settle, false)
     from paired p

@@ -35,6 +35,7 @@
 {{ template "destruction_holds.sql" . }}
 {{ template "checkpoints.sql" . }}
 {{ template "lanes.sql" . }}
+{{ template "consumed_types.sql" . }}
 {{ template "loss_reports.sql" . }}
 {{ template "comparison.sql" . }}
 {{ template "tenant_folds.sql" . }}

@@ -5,7 +5,7 @@
 --
 -- The surface: append (both forms), ingest, subscribe, unsubscribe, subscribed, service_name and
 -- version, plus SELECT on the tables `streamseal status` reads (known_origins, seals, lanes,
--- repair_ledger, loss_reports). The entry points that touch tables run as their owner (SECURITY DEFINER), so
+-- repair_ledger, loss_reports, consumed_types, broadcast_answers). The entry points that touch tables run as their owner (SECURITY DEFINER), so
 -- the role holds no write privilege on any table: events go in only through append and ingest,
 -- and digests, epochs, lanes, seals and the ledger move only through the functions that own their
 -- rules. Everything else (private helpers, the stamper, checkpoints, epochs, seals, the ledger,
@@ -74,6 +74,9 @@ grant select on table streamseal.seals to streamseal_application;
 grant select on table streamseal.lanes to streamseal_application;
 grant select on table streamseal.repair_ledger to streamseal_application;
 grant select on table streamseal.loss_reports to streamseal_application;
+-- The consumed-type registry and each origin's backfill progress (status: when it is complete).
+grant select on table streamseal.consumed_types to streamseal_application;
+grant select on table streamseal.broadcast_answers to streamseal_application;
 
 -- The control plane (streamseal_control): the whole engine, owning nothing.
 grant usage on schema streamseal to streamseal_control;

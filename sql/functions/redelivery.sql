@@ -92,6 +92,8 @@ $$;
 -- events are selected while their bodies are present; reaped ones are simply gone (see
 -- redelivery_unservable). Payloads are returned as stored, never re-serialized (invariant 3).
 --
+-- state_only (a backfill's selection) leaves ephemeral events out: history is never backfilled
+-- with short-lived events.
 -- requester, when given, is the service the page is for: only the (tenant, type) pairs it is
 -- granted are returned (grants.sql), and a null tenants list then means its granted tenants of
 -- event_types (never every tenant). Without a requester (an operator's local call) tenants are
@@ -107,7 +109,8 @@ create function streamseal.select_redelivery(
     after_version bigint default null,
     max_events integer default 500,
     cap integer default 10000,
-    requester text default null)
+    requester text default null,
+    state_only boolean default false)
 returns table (event_id uuid, origin_seq bigint, type_seq bigint, tenant text, stream_id text,
                stream_version bigint, event_type text, flags integer, payload bytea, metadata jsonb,
                occurred_at timestamptz)
@@ -209,6 +212,7 @@ begin
               and x.type_seq is not null
               and x.type_seq >= pg_catalog.lower(r) and x.type_seq < pg_catalog.upper(r)
               and x.flags in (0, 1, 4, 5) -- not an at-most-once occurrence: see above
+              and not (select_redelivery.state_only and x.flags in (1, 5)) -- a backfill ships no ephemeral event
               and (select_redelivery.streams is null or x.stream_id = any (select_redelivery.streams))
               and (select_redelivery.from_seq is null or x.origin_seq >= select_redelivery.from_seq)
               and (select_redelivery.to_seq is null or x.origin_seq < select_redelivery.to_seq)
@@ -235,6 +239,7 @@ begin
       -- is guessed at 0.5% of rows, which turned a 500-row keyset page at 50k rows into a full
       -- scan and sort instead of an index walk that stops at the page.
       and e.flags in (0, 1, 4, 5)
+      and not (select_redelivery.state_only and e.flags in (1, 5)) -- a backfill ships no ephemeral event
       and e.tenant = any (select_redelivery.tenants)
       and e.event_type = any (select_redelivery.event_types)
       and (select_redelivery.requester is null or streamseal._granted(select_redelivery.requester, e.tenant, e.event_type))
@@ -272,6 +277,7 @@ begin
                    or (x.stream_id, x.stream_version) > (select_redelivery.after_stream, select_redelivery.after_version))
               and x.origin_seq is not null
               and x.flags in (0, 1, 4, 5) -- not an at-most-once occurrence: see above
+              and not (select_redelivery.state_only and x.flags in (1, 5)) -- a backfill ships no ephemeral event
               and x.tenant = any (select_redelivery.tenants)
               and x.event_type = any (select_redelivery.event_types)
               and (select_redelivery.requester is null or streamseal._granted(select_redelivery.requester, x.tenant, x.event_type))
@@ -305,6 +311,7 @@ begin
             from chunk c
             where c.origin_seq is not null
               and c.flags in (0, 1, 4, 5)
+              and not (select_redelivery.state_only and c.flags in (1, 5)) -- a backfill ships no ephemeral event
               and c.tenant = any (select_redelivery.tenants)
               and c.event_type = any (select_redelivery.event_types)
               and (select_redelivery.requester is null or streamseal._granted(select_redelivery.requester, c.tenant, c.event_type))

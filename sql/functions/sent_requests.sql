@@ -10,6 +10,9 @@
 -- "cannot re-deliver" entry; a null element is not stated and not checked (a null event type
 -- skips the tenant check too: such an entry changes no lane). final marks the request answered
 -- (a summary), so later bundles and summaries of it are replays.
+-- A broadcast request (sent_requests origin '_all': a backfill) may be answered by any origin,
+-- each once: its summary closes the request for that origin only (broadcast_answers), and its
+-- items must be of a type the request names and a (tenant, type) this service consumes.
 create function streamseal.check_redelivery_answer(request_id uuid, origin text, final boolean,
                                                    tenants text[], event_types text[], stream_ids text[],
                                                    origin_seq_lo bigint[], origin_seq_hi bigint[],
@@ -22,16 +25,34 @@ as $$
 declare
     sent streamseal.sent_requests;
     outside boolean;
+    broadcast boolean := false;
+    consumed_scope boolean;
 begin
     select * into sent from streamseal.sent_requests s
     where s.request_id = check_redelivery_answer.request_id and s.origin = check_redelivery_answer.origin
     for update;
     if not found then
-        return 'unsolicited';
+        -- A broadcast (a backfill: origin '_all') has no single origin: any origin may answer it,
+        -- each once (broadcast_answers), within its scope; the origin is the authenticated sender.
+        select * into sent from streamseal.sent_requests s
+        where s.request_id = check_redelivery_answer.request_id and s.origin = '_all'
+          and check_redelivery_answer.origin ~ '^[a-z][a-z0-9-]{0,62}$';
+        if not found then
+            return 'unsolicited';
+        end if;
+        broadcast := true;
+        if exists (select from streamseal.broadcast_answers a
+                   where a.backfill = check_redelivery_answer.request_id and a.origin = check_redelivery_answer.origin
+                     and a.answered_broadcast) then
+            return 'replayed';
+        end if;
     end if;
     if sent.answered_at is not null then
         return 'replayed';
     end if;
+    -- A backfill's requests (its broadcast and the follow-ups of truncated answers) name no tenant:
+    -- they ask for what this service consumes.
+    consumed_scope := sent.backfill is not null;
 
     select exists (
         select
@@ -43,7 +64,9 @@ begin
              as item(tenant, event_type, stream_id, os_lo, os_hi, ts_lo, ts_hi)
         where (item.event_type is not null and (
                    not coalesce(sent.request -> 'types' ? item.event_type, false)
-                or not coalesce(sent.request -> 'tenants' ? coalesce(item.tenant, ''), false)))
+                or (not consumed_scope and not coalesce(sent.request -> 'tenants' ? coalesce(item.tenant, ''), false))
+                or (consumed_scope and not streamseal.subscribed(check_redelivery_answer.origin, coalesce(item.tenant, ''),
+                                                            item.event_type))))
            or (item.stream_id is not null and pg_catalog.jsonb_array_length(coalesce(sent.request -> 'streams', '[]')) > 0
                and not sent.request -> 'streams' ? item.stream_id)
            or (item.os_lo is not null and sent.request ? 'from_seq'
@@ -61,7 +84,11 @@ begin
         return 'out_of_scope';
     end if;
 
-    if check_redelivery_answer.final then
+    if check_redelivery_answer.final and broadcast then
+        insert into streamseal.broadcast_answers as a (backfill, origin, answered_broadcast)
+        values (check_redelivery_answer.request_id, check_redelivery_answer.origin, true)
+        on conflict on constraint broadcast_answers_pkey do update set answered_broadcast = true, updated_at = pg_catalog.now();
+    elsif check_redelivery_answer.final then
         update streamseal.sent_requests s set answered_at = pg_catalog.now()
         where s.request_id = check_redelivery_answer.request_id;
     end if;

@@ -18,6 +18,7 @@ as $$
 declare
     self text;
     problem text;
+    bad record;
 begin
     if _subscription_key.origin is not null and _subscription_key.origin <> '*' then
         if _subscription_key.origin !~ '^[a-z][a-z0-9-]{0,62}$' then
@@ -36,6 +37,21 @@ begin
     problem := streamseal._list_problem(_subscription_key.event_types);
     if problem is not null then
         raise exception '%: % must name its event types: %', _subscription_key.caller, _subscription_key.what, problem
+            using errcode = '22023';
+    end if;
+    -- A type no event can have is a mistake, named now rather than consumed forever in silence.
+    select t.name, pg_catalog.octet_length(t.name) as bytes, l.max_id_bytes into bad
+    from pg_catalog.unnest(_subscription_key.event_types) as t(name)
+    cross join streamseal.limits() l
+    where pg_catalog.octet_length(t.name) > l.max_id_bytes or t.name ~ '[[:cntrl:]]'
+    limit 1;
+    if found and bad.bytes > bad.max_id_bytes then
+        raise exception '%: event type % is % bytes: no event can have it (streamseal.limits max_id_bytes is %)',
+            _subscription_key.caller, pg_catalog.quote_literal(bad.name), bad.bytes, bad.max_id_bytes
+            using errcode = '22023';
+    elsif found then
+        raise exception '%: event type % holds a control character: expected a printable name',
+            _subscription_key.caller, pg_catalog.replace(pg_catalog.quote_literal(bad.name), E'\n', '\n')
             using errcode = '22023';
     end if;
     return coalesce(_subscription_key.origin, '*');

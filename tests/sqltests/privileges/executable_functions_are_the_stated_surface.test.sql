@@ -33,7 +33,7 @@ select is_empty(
        where ns.nspname = 'streamseal' and p.proname like '\_%'
          and has_function_privilege('streamseal_application', p.oid, 'EXECUTE') $$,
     'no private (_-prefixed) helper is executable by the application role');
-select is(streamseal.version(), '0.2.0', 'the surface above is version 0.2.0 of the code package');
+select is(streamseal.version(), '0.3.0', 'the surface above is version 0.3.0 of the code package');
 
 select * from finish();
 rollback;

@@ -1,0 +1,171 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync/atomic"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/streamseal/streamseal/controlplane/store"
+	"github.com/streamseal/streamseal/controlplane/wire"
+	"github.com/streamseal/streamseal/internal/harness"
+)
+
+// BackfillOptions sizes the backfill benchmark.
+type BackfillOptions struct {
+	History      int           // events of the type the consumer starts consuming, written before it does
+	PayloadBytes int           // payload size of each event
+	LiveFor      time.Duration // how long the origin's live append rate is measured without a backfill
+}
+
+// QuickBackfill and FullBackfill are the --quick and default sizes (the issue's 1M events).
+var (
+	QuickBackfill = BackfillOptions{History: 50_000, PayloadBytes: 400, LiveFor: 3 * time.Second}
+	FullBackfill  = BackfillOptions{History: 1_000_000, PayloadBytes: 400, LiveFor: 5 * time.Second}
+)
+
+// BackfillResult carries the figures.
+type BackfillResult struct {
+	EventsPerSecond float64 // history delivered end to end (subscribe -> complete)
+	WireRatio       float64 // control bytes received by the consumer / payload bytes of the history
+	// OriginLiveRatio is the origin's live append throughput while it serves the backfill over
+	// its throughput just before, in the same run (target >= 0.8).
+	OriginLiveRatio float64
+}
+
+// Backfill measures subscription growth end to end: orders wrote History events of bench.a
+// before billing consumes it, and the broker no longer holds them (the stream is purged); billing
+// subscribes at run time, its backfill loop sends one broadcast state-only request, orders serves
+// it (capped per request, followed by billing until done), and billing stores it all. Measured:
+// events/s from the subscription to the type's completion, the control bytes billing received
+// against the payload bytes, and orders' live append throughput during the backfill against the
+// same loop without it, just before.
+func Backfill(ctx context.Context, newDB harness.NewDatabase, opts BackfillOptions, out io.Writer) (BackfillResult, error) {
+	var r BackfillResult
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	h, err := harness.New(ctx, newDB, quiet)
+	if err != nil {
+		return r, err
+	}
+	defer h.Close()
+	orders, err := h.Start(ctx, "orders", harness.Options{Grants: map[string][]string{"billing": {"bench.a"}}}, nil)
+	if err != nil {
+		return r, err
+	}
+	var wireBytes atomic.Int64
+	billing, err := h.Start(ctx, "billing", harness.Options{Consumes: []string{"bench.b"}}, func(s *harness.Service) {
+		s.Control.Tap = func(_ string, data []byte) { wireBytes.Add(int64(len(data))) }
+		s.Backfill.Interval = 20 * time.Millisecond
+		s.Inbox.ReconcileInterval = 20 * time.Millisecond
+	})
+	if err != nil {
+		return r, err
+	}
+	fmt.Fprintf(out, "backfill benchmark: %d events of %d payload bytes written before the consumer subscribes; the broker keeps none\n",
+		opts.History, opts.PayloadBytes)
+	if _, err := orders.Pool.Exec(ctx, `
+		select streamseal.append(array(
+			select row(gen_random_uuid(), 'acme', 's' || (i % 2000), i / 2000 + 1, 'bench.a', 0,
+			           convert_to('{"n":' || i || ',"pad":"' || repeat('x', $2 - 20) || '"}', 'UTF8'), null, null)::streamseal.new_event
+			from generate_series(0, $1 - 1) i))`, opts.History, opts.PayloadBytes); err != nil {
+		return r, fmt.Errorf("generate history: %w", err)
+	}
+	if err := waitUntil(ctx, func() (bool, error) {
+		var published int64
+		err := orders.Pool.QueryRow(ctx, "select published_through from streamseal.relay_state").Scan(&published)
+		return published == int64(opts.History), err
+	}); err != nil {
+		return r, err
+	}
+	stream, err := orders.JS.Stream(ctx, wire.EventsStream)
+	if err != nil {
+		return r, err
+	}
+	if err := stream.Purge(ctx); err != nil {
+		return r, err
+	}
+	var payloadBytes int64
+	if err := orders.Pool.QueryRow(ctx, "select sum(length(payload)) from streamseal.events where event_type = 'bench.a'").Scan(&payloadBytes); err != nil {
+		return r, err
+	}
+
+	// The origin's live appends without a backfill, then during one: the same loop, one stream.
+	var next int64 = 1
+	live := func(ctx context.Context, appended *atomic.Int64) error {
+		payload := []byte(fmt.Sprintf(`{"pad":"%0*d"}`, opts.PayloadBytes-10, 0))
+		for ctx.Err() == nil {
+			// Taken before the append: one cancelled mid-commit may have stored its batch.
+			version := next
+			next += 100
+			batch := make([]store.NewEvent, 100)
+			for i := range batch {
+				batch[i] = store.NewEvent{EventID: uuid.New(), Tenant: "acme", StreamID: "live", StreamVersion: version + int64(i),
+					EventType: "bench.c", Payload: payload}
+			}
+			if _, err := store.EventsAppend(ctx, orders.Pool, batch); err != nil {
+				if ctx.Err() != nil {
+					return nil
+				}
+				return err
+			}
+			appended.Add(int64(len(batch)))
+		}
+		return nil
+	}
+	var before atomic.Int64
+	baseCtx, stopBase := context.WithTimeout(ctx, opts.LiveFor)
+	baseStart := time.Now()
+	err = live(baseCtx, &before)
+	baseTook := time.Since(baseStart)
+	stopBase()
+	if err != nil {
+		return r, err
+	}
+	baseRate := float64(before.Load()) / baseTook.Seconds()
+
+	var during atomic.Int64
+	duringCtx, stopDuring := context.WithCancel(ctx)
+	liveDone := make(chan error, 1)
+	start := time.Now()
+	go func() { liveDone <- live(duringCtx, &during) }()
+	if err := store.SubscriptionsAdd(ctx, billing.Pool, "", []string{"bench.a"}, store.AllTenants()); err != nil {
+		stopDuring()
+		return r, err
+	}
+	err = waitUntil(ctx, func() (bool, error) {
+		types, err := store.ConsumedTypes(ctx, billing.Pool)
+		if err != nil {
+			return false, err
+		}
+		for _, c := range types {
+			if c.EventType == "bench.a" && c.Status == store.ConsumedComplete {
+				var n int
+				err := billing.Pool.QueryRow(ctx, "select count(*) from streamseal.events where event_type = 'bench.a'").Scan(&n)
+				return n == opts.History, err
+			}
+		}
+		return false, nil
+	})
+	took := time.Since(start)
+	stopDuring()
+	if liveErr := <-liveDone; err == nil {
+		err = liveErr
+	}
+	if err != nil {
+		return r, err
+	}
+	duringRate := float64(during.Load()) / took.Seconds()
+	r.EventsPerSecond = float64(opts.History) / took.Seconds()
+	r.WireRatio = float64(wireBytes.Load()) / float64(payloadBytes)
+	r.OriginLiveRatio = duringRate / baseRate
+	fmt.Fprintf(out, "backfill: %d events state-only in %s: %.0f events/s (target >= 20000)\n", opts.History, took.Round(time.Millisecond), r.EventsPerSecond)
+	fmt.Fprintf(out, "wire: %d control bytes for %d payload bytes: ratio %.3f (target <= 1.5)\n", wireBytes.Load(), payloadBytes, r.WireRatio)
+	fmt.Fprintf(out, "origin live appends: %.0f events/s during the backfill, %.0f without (just before): ratio %.3f (target >= 0.8)\n",
+		duringRate, baseRate, r.OriginLiveRatio)
+	fmt.Fprintf(out, "RESULT backfill events_per_s=%.0f wire_ratio=%.3f origin_live_ratio=%.3f\n", r.EventsPerSecond, r.WireRatio, r.OriginLiveRatio)
+	return r, nil
+}
