@@ -16,6 +16,7 @@
 //	          $JS.API.CONSUMER.{INFO,DELETE}.<stream>.<durable>
 //	          $JS.API.CONSUMER.MSG.NEXT.<stream>.<durable>          pull from its own durables
 //	          $JS.ACK.<stream>.<durable>.>                          acknowledge what they delivered
+//	          $JS.API.CONSUMER.DELETE.STREAMSEAL_CONTROL.streamseal-control-S   its own control durable of the old layout (removed at start)
 //	subscribe _INBOX_S.>                          its reply prefix: pulls, publish acks, request replies
 //	          streamseal.ctl.S.*                  its directed control subjects (core subscribers: operator commands)
 //	          streamseal.ctl.S.*.*                its reply addresses (an operator's audit reads its answers there)
@@ -204,6 +205,10 @@ func (s Service) Permissions() Permissions {
 	for _, f := range wire.ControlFilters(self) {
 		durable(wire.ControlStream, wire.ControlDurable(self, f), f)
 	}
+	// Its own control durable of the layout before the sender joined the subject, which its
+	// control endpoint removes at start: refused, that request went unanswered and held the
+	// start for the client's API timeout.
+	p.Publish = append(p.Publish, "$JS.API.CONSUMER.DELETE."+wire.ControlStream+"."+wire.LegacyControlDurable(self))
 	return p
 }
 

@@ -175,6 +175,7 @@ func TestGeneratedPermissionsAllowTheWorkAndNothingElse_Invariant12(t *testing.T
 				"$JS.API.CONSUMER.MSG.NEXT." + wire.EventsStream + "." + wire.InboxDurable(other, otherFilter),                   // another's pulls
 				"$JS.API.CONSUMER.MSG.NEXT." + wire.ControlStream + "." + wire.ControlDurable(other, wire.ControlFilters(other)[0]),
 				"$JS.API.CONSUMER.DELETE." + wire.ControlStream + "." + wire.ControlDurable(other, wire.ControlFilters(other)[0]),
+				"$JS.API.CONSUMER.DELETE." + wire.ControlStream + "." + wire.LegacyControlDurable(other), // another's durable of the old layout
 				"$JS.ACK." + wire.ControlStream + "." + wire.ControlDurable(other, wire.ControlFilters(other)[0]) + ".1.1.1.1.0",
 				"$JS.API.STREAM.UPDATE." + wire.EventsStream,
 				"$JS.API.STREAM.DELETE." + wire.ControlStream,
@@ -261,5 +262,46 @@ func TestGeneratedPermissionsPinTheGrantedTenants_Invariant11(t *testing.T) {
 	}
 	if len(names) != 1 || names[0] != wire.InboxDurable("billing", acme) {
 		t.Fatalf("consumers on the events stream: %v; want billing's acme durable only", names)
+	}
+}
+
+// Invariant 12 (authenticity) at no extra cost: a service's control endpoint starts under the
+// generated permissions with nothing refused. Its start removes its own durable of the layout
+// before the sender joined the subject (wire.LegacyControlDurable); the permissions refused that
+// delete, and a refused JetStream request is never answered, so the endpoint's start waited out
+// the client's API timeout (5 s): every secured service consumed its control messages 5 s late,
+// which `bench repair` measured as security costing half the redelivery throughput (0.43).
+func TestControlEndpointStartsWithNothingRefused_Invariant12(t *testing.T) {
+	t.Parallel()
+	topo := demoTopology()
+	srv := natstest.StartSecured(t, topo, natstest.SecuredOptions{})
+	ctx, cancel := context.WithTimeout(context.Background(), testrun.Failsafe)
+	defer cancel()
+	for _, svc := range topo.Services {
+		self := svc.Name
+		c := srv.ConnectAs(t, self)
+		control := natstest.Control(t, c.JS, self)
+		got := make(chan string, 1)
+		control.Handle(wire.KindRedeliverySummary, func(_ context.Context, env wire.Envelope, _ []byte) error {
+			got <- env.ID
+			return nil
+		})
+		testrun.Go(t, self+"'s control endpoint", control.Run)
+		env, err := wire.NewEnvelope(wire.KindRedeliverySummary, "operator", self, wire.RedeliverySummary{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := wire.Publish(ctx, srv.JS, env, nil); err != nil {
+			t.Fatal(err)
+		}
+		if id := testrun.Receive(t, self+"'s control endpoint handling a message", got); id != env.ID {
+			t.Fatalf("%s handled %s, want %s", self, id, env.ID)
+		}
+		if err := c.NC.Flush(); err != nil { // the server answers in order: any refusal came before this PONG
+			t.Fatal(err)
+		}
+		if errs := c.Errors(); len(errs) > 0 {
+			t.Fatalf("%s's control endpoint start was refused: %v", self, errs)
+		}
 	}
 }

@@ -105,10 +105,17 @@ func (c *Control) Run(ctx context.Context) error {
 	if c.RetryBase <= 0 {
 		c.RetryBase = RetryBaseDefault
 	}
-	// The consumer of the layout before the sender joined the subject ("streamseal-control-<self>",
-	// filters streamseal.ctl.<self> and streamseal.ctl._all) matches nothing any more: removed,
-	// best effort (absent, or not permitted, changes nothing).
-	_ = c.JS.DeleteConsumer(ctx, ControlStream, "streamseal-control-"+c.Seam.Self)
+	// The consumer of the layout before the sender joined the subject matches nothing any more:
+	// removed, best effort (absent, or not permitted, changes nothing) and beside the start, never
+	// before it: a request the broker's permissions refuse is never answered, and waiting for it
+	// held the start for the client's API timeout (5 s).
+	cleanupCtx, stopCleanup := context.WithCancel(ctx)
+	cleaned := make(chan struct{})
+	go func() {
+		defer close(cleaned)
+		_ = c.JS.DeleteConsumer(cleanupCtx, ControlStream, LegacyControlDurable(c.Seam.Self))
+	}()
+	defer func() { stopCleanup(); <-cleaned }()
 	// One single-filter durable per control filter (the directed inbox, the broadcast inbox), so
 	// the broker's permissions can pin each consumer's name and filter (wire/layout.go).
 	var consumers []jetstream.Consumer

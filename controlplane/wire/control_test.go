@@ -8,6 +8,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go/jetstream"
+
 	"github.com/streamseal/streamseal/controlplane/store"
 	"github.com/streamseal/streamseal/controlplane/wire"
 	"github.com/streamseal/streamseal/internal/natstest"
@@ -72,5 +75,58 @@ func TestControl_PoisonMessagesTerminate(t *testing.T) {
 				t.Fatalf("dead %v after %d calls, want [%s] after %d", dead, calls.Load(), tc.wantReason, tc.wantCalls)
 			}
 		})
+	}
+}
+
+// Invariant 13 (no wedge): the control endpoint's start-up cleanup (removing the durable of the
+// layout before the sender joined the subject) is best effort and waits for nothing. On a bus
+// whose permissions refuse that delete (hand-written, or generated before they allowed it), the
+// refused JetStream request is never answered; the endpoint waited it out (the client's API
+// timeout, here longer than the failsafe) before creating its consumers, so every start consumed
+// control messages that much later. It handles a message while the refused delete is pending.
+func TestControl_StartsWhileARefusedCleanupIsPending_Invariant13(t *testing.T) {
+	t.Parallel()
+	srv, err := wire.StartEmbeddedSecured(t.TempDir(), server.RANDOM_PORT, wire.EmbeddedAuth{Users: []*server.User{{
+		Username: "billing", Password: "pw-billing",
+		Permissions: &server.Permissions{
+			Publish:   &server.SubjectPermission{Allow: []string{">"}, Deny: []string{"$JS.API.CONSUMER.DELETE.>"}},
+			Subscribe: &server.SubjectPermission{Allow: []string{">"}},
+		},
+	}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Shutdown)
+	nc, err := wire.Connect(srv.URL(), "billing", wire.Security{User: "billing", Password: "pw-billing"}, testrun.Logger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	// An unanswered request waits longer than the failsafe: waiting for it fails the test.
+	js, err := jetstream.New(nc, jetstream.WithDefaultTimeout(2*testrun.Failsafe))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), testrun.Failsafe)
+	defer cancel()
+	if err := wire.EnsureStreams(ctx, js, 0); err != nil {
+		t.Fatal(err)
+	}
+	c := natstest.Control(t, js, "billing")
+	got := make(chan string, 1)
+	c.Handle(wire.KindRedeliverySummary, func(_ context.Context, env wire.Envelope, _ []byte) error {
+		got <- env.ID
+		return nil
+	})
+	testrun.Go(t, "billing's control endpoint", c.Run)
+	env, err := wire.NewEnvelope(wire.KindRedeliverySummary, "orders", "billing", wire.RedeliverySummary{RequestID: "r"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := wire.Publish(ctx, js, env, nil); err != nil {
+		t.Fatal(err)
+	}
+	if id := testrun.Receive(t, "billing's control endpoint handling a message", got); id != env.ID {
+		t.Fatalf("handled %s, want %s", id, env.ID)
 	}
 }

@@ -162,6 +162,11 @@ func InboxDurable(service, filter string) string { return durable("inbox", servi
 // ControlDurable names service's JetStream consumer of one control filter.
 func ControlDurable(service, filter string) string { return durable("ctl", service, filter) }
 
+// LegacyControlDurable is the name of service's one control consumer of the layout before the
+// sender joined the subject (filters streamseal.ctl.<service> and streamseal.ctl._all): it
+// matches nothing any more, and the control endpoint removes it at start.
+func LegacyControlDurable(service string) string { return "streamseal-control-" + service }
+
 // durable is <role>-<service>-<fnv-1a 64 of filter, hex>: a legal durable name (no '.', '*',
 // '>'), stable across restarts, distinct per filter.
 func durable(role, service, filter string) string {
