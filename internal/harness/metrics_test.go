@@ -161,7 +161,7 @@ func TestMetrics_AuditInstrumentsMoveWithTheWork(t *testing.T) {
 			metricValue(t, orders, "streamseal_manifest_answer_duration_seconds", map[string]string{"level": "streams"}) == 2
 	})
 	requireMetrics(t, "after the capped audit", []wantMetric{
-		{billing, "streamseal_manifests_requested_total", origin, 4}, // the folds, one tenant page, two stream pages
+		{billing, "streamseal_manifests_requested_total", origin, 5}, // the folds, one split of the tenant key space, one listing of the differing range, two stream pages
 		{billing, "streamseal_drill_downs_requested_total", origin, 1},
 		{billing, "streamseal_manifest_pages_followed_total", origin, 2},
 		{billing, "streamseal_manifest_pages_capped_total", origin, 1},
