@@ -281,8 +281,11 @@ begin
               and x.tenant = any (select_redelivery.tenants)
               and x.event_type = any (select_redelivery.event_types)
               and (select_redelivery.requester is null or streamseal._granted(select_redelivery.requester, x.tenant, x.event_type))
-              and (select_redelivery.from_seq is null or x.origin_seq >= select_redelivery.from_seq)
-              and (select_redelivery.to_seq is null or x.origin_seq < select_redelivery.to_seq)
+              -- origin_seq + 0: the window bounds filter, never lead. On a table never analyzed
+              -- (reltuples -1, as after a bulk load into a new store) the planner took the
+              -- origin_seq index for each named stream and read the whole window once per stream.
+              and (select_redelivery.from_seq is null or x.origin_seq + 0 >= select_redelivery.from_seq)
+              and (select_redelivery.to_seq is null or x.origin_seq + 0 < select_redelivery.to_seq)
               and (select_redelivery.type_seq_ranges is null or select_redelivery.type_seq_ranges @> x.type_seq)
             order by x.stream_version
             -- Also a fence: the subquery stays a per-stream index walk.
