@@ -242,8 +242,10 @@ func (in *Inbox) consume(ctx context.Context, filter string, cons jetstream.Cons
 	order := &orderProof{report: &in.provenConsumers}
 	defer order.set(false) // a stopped loop holds no proof
 	in.reprove(ctx, cons, order)
+	feed := wire.NewFeed(cons, in.Batch)
+	defer feed.Stop()
 	for ctx.Err() == nil {
-		msgs, err := wire.FetchAvailable(ctx, cons, in.Batch, time.Second)
+		msgs, err := feed.Fetch(ctx, in.Batch, time.Second)
 		if err != nil {
 			if ctx.Err() != nil {
 				return

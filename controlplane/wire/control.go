@@ -150,8 +150,10 @@ func (c *Control) Run(ctx context.Context) error {
 // consume fetches from one control consumer and dispatches until ctx ends.
 func (c *Control) consume(ctx context.Context, cons jetstream.Consumer) {
 	logger := c.logger()
+	feed := NewFeed(cons, 64)
+	defer feed.Stop()
 	for ctx.Err() == nil {
-		msgs, err := FetchAvailable(ctx, cons, 64, time.Second)
+		msgs, err := feed.Fetch(ctx, 64, time.Second)
 		if err != nil {
 			if ctx.Err() != nil {
 				return

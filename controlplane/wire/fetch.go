@@ -3,42 +3,106 @@ package wire
 import (
 	"context"
 	"errors"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 )
 
-// FetchAvailable returns up to max messages without waiting for a full batch: what is already
-// pending, or else the first message to arrive within idle (then whatever came with it). A plain
-// Fetch waits for the whole batch or its timeout, which turns every partial batch into a stall.
-func FetchAvailable(ctx context.Context, cons jetstream.Consumer, max int, idle time.Duration) ([]jetstream.Msg, error) {
-	msgs, err := drain(cons.FetchNoWait(max))
-	if err != nil || len(msgs) > 0 {
-		return msgs, err
-	}
-	first, err := cons.Fetch(1, jetstream.FetchMaxWait(idle))
-	if err != nil {
-		return nil, err
-	}
-	msgs, err = drain(first, nil)
-	if err != nil || len(msgs) == 0 || max == 1 {
-		return msgs, err
-	}
-	more, err := drain(cons.FetchNoWait(max - 1))
-	return append(msgs, more...), err
+// Feed is one pull consumer's deliveries, taken in batches without waiting for a full one: what
+// has arrived, or else the first message to arrive within idle (then whatever came with it).
+//
+// It keeps one subscription open for its whole life (jetstream Consume) rather than one per
+// fetch. A fetch's subscription is torn down by the client once its reply has been silent for a
+// second past the request's expiry (nats.go's own guard, 1 s for a no-wait fetch); a server slow
+// to answer under load then delivers into a subscription nobody holds any more, and those
+// messages stay pending, unseen, until AckWait (a minute) redelivers them: a minute's stall of
+// the subject and a broken order proof, seen as ack-pending deliveries with nothing redelivered
+// while the inbox had received none of them. On a long-lived subscription a late delivery is
+// still received. Only Stop discards what arrived and was not taken (redelivered after AckWait,
+// as after a crash).
+type Feed struct {
+	cons jetstream.Consumer
+	max  int
+	msgs chan jetstream.Msg
+	errs chan error
+	done chan struct{}
+	once sync.Once
+	cc   jetstream.ConsumeContext
 }
 
-func drain(batch jetstream.MessageBatch, err error) ([]jetstream.Msg, error) {
+// NewFeed starts consuming cons, keeping up to max messages requested ahead. The caller takes
+// batches with Fetch and must Stop the feed.
+func NewFeed(cons jetstream.Consumer, max int) *Feed {
+	return &Feed{cons: cons, max: max, msgs: make(chan jetstream.Msg, 2*max),
+		errs: make(chan error, 1), done: make(chan struct{})}
+}
+
+func (f *Feed) start() error {
+	cc, err := f.cons.Consume(func(m jetstream.Msg) {
+		select {
+		case f.msgs <- m:
+		case <-f.done:
+		}
+	}, jetstream.PullMaxMessages(f.max), jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
+		select {
+		case f.errs <- err:
+		default: // one unreported error is enough to break the caller's proof
+		}
+	}))
 	if err != nil {
-		return nil, err
+		return err
+	}
+	f.cc = cc
+	return nil
+}
+
+// Fetch returns up to max messages: those already arrived, or else the first to arrive within
+// idle and whatever arrived with it; none when idle passes. An error the subscription reported
+// (a missed heartbeat, a consumer deleted) is returned once: deliveries may have been lost, and a
+// closed subscription is opened again on the next Fetch.
+func (f *Feed) Fetch(ctx context.Context, max int, idle time.Duration) ([]jetstream.Msg, error) {
+	if f.cc == nil {
+		if err := f.start(); err != nil {
+			return nil, err
+		}
+	}
+	select {
+	case <-f.cc.Closed():
+		f.cc = nil
+		return nil, errors.New("consume subscription closed")
+	default:
 	}
 	var msgs []jetstream.Msg
-	for m := range batch.Messages() {
+	t := time.NewTimer(idle)
+	defer t.Stop()
+	select {
+	case m := <-f.msgs:
 		msgs = append(msgs, m)
+	case err := <-f.errs:
+		return nil, err
+	case <-t.C:
+		return nil, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
 	}
-	if err := batch.Error(); err != nil && !errors.Is(err, jetstream.ErrNoMessages) &&
-		!errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, jetstream.ErrNoHeartbeat) {
-		return msgs, err
+	for len(msgs) < max {
+		select {
+		case m := <-f.msgs:
+			msgs = append(msgs, m)
+		default:
+			return msgs, nil
+		}
 	}
 	return msgs, nil
+}
+
+// Stop ends the subscription; what arrived and was not fetched is redelivered after AckWait.
+func (f *Feed) Stop() {
+	f.once.Do(func() {
+		close(f.done)
+		if f.cc != nil {
+			f.cc.Stop()
+		}
+	})
 }

@@ -220,6 +220,10 @@ func (h *Harness) startNode(ctx context.Context, name string, pool *pgxpool.Pool
 		settings.CheckpointInterval = time.Hour
 		settings.MaintenanceInterval = time.Hour
 		settings.AuditInterval = 30 * 24 * time.Hour
+		// The first audit still comes 30 s after start plus a random splay: the longest splay
+		// keeps it out of a scenario's few seconds (one at 30-330 s repaired losses a redelivery
+		// test meant to keep, once load stretched it past half a minute).
+		settings.StartupAuditMaxJitter = time.Hour
 	}
 	if opts.Limits != (redelivery.Limits{}) {
 		settings.Redelivery = redelivery.WithDefaults(opts.Limits)
