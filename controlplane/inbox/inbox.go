@@ -263,6 +263,13 @@ func (in *Inbox) consume(ctx context.Context, filter string, cons jetstream.Cons
 		}
 		if err := in.store(ctx, msgs, order); err != nil {
 			if ctx.Err() != nil {
+				// Stopping: what was not handled goes back now, not after the ack wait. Left
+				// pending, it is an outstanding delivery to whoever takes over, and the
+				// checkpoints behind it would suspect events that are only held (a nak of a
+				// message already acked changes nothing).
+				for _, m := range msgs {
+					_ = m.Nak()
+				}
 				return
 			}
 			in.Logger.Warn("inbox: batch not stored, will be redelivered", "filter", filter, "err", err, "messages", len(msgs))

@@ -97,12 +97,21 @@ func (f *Feed) Fetch(ctx context.Context, max int, idle time.Duration) ([]jetstr
 	return msgs, nil
 }
 
-// Stop ends the subscription; what arrived and was not fetched is redelivered after AckWait.
+// Stop ends the subscription and hands back (nak) what arrived and was not fetched, so whoever
+// takes the consumer over gets it at once instead of after AckWait.
 func (f *Feed) Stop() {
 	f.once.Do(func() {
 		close(f.done)
 		if f.cc != nil {
 			f.cc.Stop()
+		}
+		for {
+			select {
+			case m := <-f.msgs:
+				_ = m.Nak()
+			default:
+				return
+			}
 		}
 	})
 }
