@@ -188,6 +188,9 @@ type Verifier struct {
 	Config  config.Config
 	Logger  *slog.Logger
 	Metrics *metrics.Instruments // nil: not measured
+	// Started is when this process started (zero: every answer on record counts): only requests
+	// sent since then tell how long the origin's answers take (store.RequestBackoff.AnswersSince).
+	Started time.Time
 
 	// exclusive serializes a beat of an origin with that origin's checkpoints: each checkpoint
 	// touches only the lanes of its subject, which one inbox consumer verifies in order, but a
@@ -435,7 +438,7 @@ func (v *Verifier) act(ctx context.Context, cp wire.Checkpoint, l store.LaneVerd
 	v.requests.Add(1)
 	v.Metrics.RepairRequested("checkpoint", cp.Origin)
 	attempts, err := store.LaneMarkRequested(ctx, v.Pool, cp.Origin, l.Tenant, l.EventType, l.ToRequest,
-		store.RequestBackoff{Base: v.Config.RepairRetryAfter, MaxAttempts: v.Config.MaxRepairAttemptsPerBucket})
+		store.RequestBackoff{Base: v.Config.RepairRetryAfter, MaxAttempts: v.Config.MaxRepairAttemptsPerBucket, AnswersSince: v.Started})
 	if err != nil {
 		return err
 	}

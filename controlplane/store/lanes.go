@@ -34,6 +34,10 @@ func LaneGapRecord(ctx context.Context, db Querier, g Gap) error {
 type RequestBackoff struct {
 	Base        time.Duration
 	MaxAttempts int
+	// AnswersSince, when set (the process's start), keeps the origin's answer time (the re-ask
+	// waits at least twice it) to requests sent since: answers a crash held back for the
+	// broker's ack wait measure the crash, not how fast the origin answers now.
+	AnswersSince time.Time
 }
 
 // LaneMarkRequested marks a lane's type_seq ranges as requested until their deadline
@@ -41,8 +45,12 @@ type RequestBackoff struct {
 // means the budget is spent.
 func LaneMarkRequested(ctx context.Context, db Querier, origin, tenant, eventType string, typeSeqs [][2]int64, b RequestBackoff) (int, error) {
 	var attempts int
-	if err := db.QueryRow(ctx, "select streamseal.mark_requested($1, $2, $3, $4::int8multirange, make_interval(secs => $5), $6)",
-		origin, tenant, eventType, multirange(typeSeqs), b.Base.Seconds(), b.MaxAttempts).Scan(&attempts); err != nil {
+	var since *time.Time
+	if !b.AnswersSince.IsZero() {
+		since = &b.AnswersSince
+	}
+	if err := db.QueryRow(ctx, "select streamseal.mark_requested($1, $2, $3, $4::int8multirange, make_interval(secs => $5), $6, answers_since => $7)",
+		origin, tenant, eventType, multirange(typeSeqs), b.Base.Seconds(), b.MaxAttempts, since).Scan(&attempts); err != nil {
 		return 0, classify("mark requested", err)
 	}
 	return attempts, nil

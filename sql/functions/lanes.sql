@@ -529,7 +529,8 @@ $$;
 -- the origin), so checkpoints do not return them in to_request again before their deadline.
 -- requested keeps only what is still missing: a range that arrives leaves it. The deadline is
 -- the repair backoff (backoff.sql), or twice the origin's recent answer time when that is longer
--- (_origin_answer_time, capped at the slowest rung): a re-ask (type_seqs overlaps what was
+-- (_origin_answer_time over the requests sent since answers_since, the caller's start; capped at
+-- the slowest rung): a re-ask (type_seqs overlaps what was
 -- requested) counts an attempt and waits longer; a first ask starts the ladder at one attempt; a new range added
 -- while the lane waits joins the running deadline without an attempt (it was never asked).
 -- now_at is the clock (injectable for tests). Returns the lane's attempts after the call:
@@ -538,7 +539,8 @@ $$;
 create function streamseal.mark_requested(origin text, tenant text, event_type text, type_seqs int8multirange,
                                           backoff_base interval default interval '300 seconds',
                                           max_attempts integer default 8,
-                                          now_at timestamptz default pg_catalog.now())
+                                          now_at timestamptz default pg_catalog.now(),
+                                          answers_since timestamptz default null)
 returns integer
 language plpgsql
 volatile
@@ -567,7 +569,7 @@ begin
         -- longer than the rung, never beyond the slowest rung (a lost request is still re-asked).
         select a.*,
                least(greatest(streamseal._repair_backoff(mark_requested.backoff_base, a.attempts, mark_requested.max_attempts),
-                              2 * streamseal._origin_answer_time(mark_requested.origin)),
+                              2 * streamseal._origin_answer_time(mark_requested.origin, mark_requested.answers_since)),
                      streamseal._repair_backoff(mark_requested.backoff_base, mark_requested.max_attempts,
                                                 mark_requested.max_attempts)) as wait
         from asked a

@@ -101,8 +101,10 @@ $$;
 -- none was answered). Only answered requests are samples: an unanswered one may be lost, and
 -- waiting on it would stall the re-asks that exist to recover it. The lanes' re-ask deadline
 -- waits at least twice this (mark_requested), so a consumer whose answers queue behind its own
--- inbox does not ask again for what is already on its way.
-create function streamseal._origin_answer_time(origin text)
+-- inbox does not ask again for what is already on its way. since, when given, keeps only requests
+-- sent from then on (the caller's process start): answers a crash held back (prefetched by the
+-- dead process, redelivered after the broker's ack wait) measure the crash, not the origin.
+create function streamseal._origin_answer_time(origin text, since timestamptz default null)
 returns interval
 language sql
 stable
@@ -113,6 +115,7 @@ as $$
         select s.answered_at, s.sent_at
         from streamseal.sent_requests s
         where s.origin = _origin_answer_time.origin and s.answered_at is not null
+          and (_origin_answer_time.since is null or s.sent_at >= _origin_answer_time.since)
         order by s.answered_at desc
         limit 16
     ) r

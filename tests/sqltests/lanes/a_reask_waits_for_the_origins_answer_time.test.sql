@@ -6,7 +6,7 @@
 -- set at 16, 32, 64 s (base 1 s), each answer adding minutes of duplicates to the queue: 65 622
 -- events shipped for 11 958 lost, and no convergence in 3 minutes.
 begin;
-select plan(5);
+select plan(6);
 select streamseal.set_service_name('lane-rto');
 select streamseal.subscribe_all_tenants(array['rto.type'], 'rto-origin');
 select streamseal.subscribe_all_tenants(array['rto.type'], 'fast-origin');
@@ -69,6 +69,16 @@ select streamseal.mark_requested('rto-origin', 't1', 'rto.type', '{[2,3)}', inte
     now_at => '2030-01-01 00:00:00+00');
 select cmp_ok(pg_temp.deadline('rto-origin'), '<=', 32::double precision,
     'once the origin answers fast again, the backoff rules again (the ladder''s rung, not the old answer time)');
+
+-- A consumer that restarts learns anew: answers a crash held back (prefetched by the dead process,
+-- redelivered after the broker's ack wait) say how long the crash lasted, not how fast the origin
+-- answers now. Only requests sent since answers_since (the process's start) are samples.
+insert into streamseal.sent_requests (request_id, origin, source, request, sent_at, answered_at)
+values (gen_random_uuid(), 'fast-origin', 'checkpoint', '{}', now() - interval '70 seconds', now());
+select streamseal.mark_requested('fast-origin', 't1', 'rto.type', '{[2,3)}', interval '1 second', 8,
+    now_at => '2030-01-01 00:00:00+00', answers_since => now() - interval '65 seconds');
+select cmp_ok(pg_temp.deadline('fast-origin'), '<', 128::double precision,
+    'an answer to a request sent before this process started is not a sample: no 2 x 70 s wait');
 
 select * from finish();
 rollback;
