@@ -34,7 +34,9 @@ var commands = []struct {
 	{spec{name: config.CommandRepair, summary: "ask an origin to re-deliver events and show progress until they are stored"},
 		func(ctx context.Context, inv invocation) error { return execute(ctx, inv, &repairCmd{}, &repairOpts{}) }},
 	{spec{name: config.CommandBackfill, summary: "ask every origin for the history of consumed types (state-only) and show each origin's progress until complete"},
-		func(ctx context.Context, inv invocation) error { return execute(ctx, inv, &backfillCmd{}, &backfillOpts{}) }},
+		func(ctx context.Context, inv invocation) error {
+			return execute(ctx, inv, &backfillCmd{}, &backfillOpts{})
+		}},
 	{spec{name: config.CommandAudit, summary: "run one deep audit now against every known origin (or --origin) and print findings"},
 		func(ctx context.Context, inv invocation) error { return execute(ctx, inv, &auditCmd{}, &auditOpts{}) }},
 	{spec{name: config.CommandStatus, summary: "per origin: liveness, seal, unhealed buckets, lanes (floor and holes); --json"},
