@@ -5,7 +5,11 @@
 // subscribed to some tenants never receives another's events (invariant 11); each consumer
 // batches into streamseal.ingest in stream order and acks only after commit. A message that
 // cannot be stored is recorded in inbox_rejects with the reason and then terminated, never
-// dropped silently. Identity rules live in SQL (ingest); this package only moves bytes.
+// dropped silently. Checkpoints riding the event subjects are recorded (one INSERT per run of
+// them, streamseal.checkpoint_inbox) and acknowledged, and a verifier loop of the inbox's own
+// hands them to OnCheckpoint at its own pace, so a live event never waits for a round's
+// verification (issue 21 item 3). Identity rules live in SQL (ingest); this package only moves
+// bytes.
 package inbox
 
 import (
@@ -39,17 +43,26 @@ type Inbox struct {
 	Batch int
 	// Suppress, when set, drops chosen deliveries (tests and the demo inject loss here).
 	Suppress Suppress
-	// OnCheckpoint verifies checkpoints riding the event subjects: a run of them that came back
-	// to back in one fetched batch (a round over many tenants is one message per tenant, and
-	// verifying them one transaction each held the live events queued behind them: issue 21
-	// item 3), in stream order. It runs after every event before the run in this batch is
-	// committed; the run's messages are acked when it returns nil (on an error each message is
-	// handed over again alone, so one refused checkpoint is rejected by itself). ordered is true
-	// when the inbox can prove more: every message its consumer delivered before the run was
-	// handled to the end by this inbox (committed, or deliberately dropped), and none is still
-	// pending redelivery, so what a checkpoint counts and this store lacks is loss already
-	// (detection in one interval). See orderProof.
+	// OnCheckpoint verifies checkpoints riding the event subjects. The consumer loops do not
+	// call it: once every event before a run of checkpoints in a fetched batch is committed, they
+	// record the run in streamseal.checkpoint_inbox (one statement) and acknowledge it, and the
+	// inbox's verifier loop takes the recorded checkpoints oldest first, up to VerifyBatch at a
+	// time, and hands them over in that order (a round over many tenants is one message per
+	// tenant: verified in the consumer loop, a round of 50 000 pairs held the live events behind
+	// it 41.9 s; issue 21 item 3). A checkpoint is removed once OnCheckpoint returns nil for it;
+	// on an error each checkpoint of the call is handed over again alone, so a refused one
+	// (wire.Permanent) is recorded in inbox_rejects by itself, and one that keeps failing is
+	// retried with backoff up to MaxDeliver times, then recorded as given up. ordered is true
+	// when the inbox proved more when it recorded the checkpoint: every message its consumer
+	// delivered before it was handled to the end by this inbox (committed, or deliberately
+	// dropped), and none was still pending redelivery, so what a checkpoint counts and this store
+	// lacks is loss already (detection in one interval; see orderProof). The proof stays true
+	// while the checkpoint waits (what was committed stays committed); a checkpoint handed over
+	// again after a failed verification is handed over as unordered (always safe).
 	OnCheckpoint func(ctx context.Context, cps []wire.Checkpoint, ordered bool) error
+	// VerifyBatch caps the recorded checkpoints handed to OnCheckpoint per call
+	// (VerifyBatchDefault when zero).
+	VerifyBatch int
 	// OnBeat takes an origin's beat (wire.BeatSubject, one per checkpoint round), consumed by
 	// one more durable per origin subscribed to (wire.BeatFilters); the beat is acked when it
 	// returns nil. A beat counts no events: it keeps the origin alive and re-evaluates the lanes
@@ -63,6 +76,8 @@ type Inbox struct {
 	// ReconcileInterval is how often subscriptions added or removed at run time are picked up
 	// (ReconcileIntervalDefault when zero).
 	ReconcileInterval time.Duration
+
+	wake chan struct{} // a run of checkpoints was recorded: the verifier loop looks now
 
 	received, stored, suppressed, rejected atomic.Int64
 	ordered, unordered                     atomic.Int64
@@ -140,6 +155,14 @@ func (o *orderProof) broken() { o.set(false) }
 // BatchDefault caps the messages an Inbox fetches and ingests per transaction when Batch is zero.
 const BatchDefault = 500
 
+// VerifyBatchDefault caps the recorded checkpoints handed to OnCheckpoint per call when
+// VerifyBatch is zero: four fetched batches, so a round's runs are verified in few transactions.
+const VerifyBatchDefault = 2000
+
+// verifyPoll is how often the verifier loop looks for recorded checkpoints it was not woken for:
+// another replica's, a retry coming due, what a stopped process left.
+const verifyPoll = time.Second
+
 // ReconcileIntervalDefault is how often the inbox re-reads the subscriptions when
 // ReconcileInterval is zero.
 const ReconcileIntervalDefault = 5 * time.Second
@@ -161,6 +184,10 @@ func (in *Inbox) Run(ctx context.Context) error {
 	if in.ReconcileInterval <= 0 {
 		in.ReconcileInterval = ReconcileIntervalDefault
 	}
+	if in.VerifyBatch <= 0 {
+		in.VerifyBatch = VerifyBatchDefault
+	}
+	in.wake = make(chan struct{}, 1)
 	// One loop per consumer: messages of one filter (and so of one subject) are handled in
 	// stream order, so a checkpoint is verified only after the events before it on its subject
 	// are committed; filters do not wait for one another. Each loop proves its own order.
@@ -172,6 +199,13 @@ func (in *Inbox) Run(ctx context.Context) error {
 			stop()
 		}
 	}()
+	if in.OnCheckpoint != nil {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			in.verifyLoop(ctx)
+		}()
+	}
 	reconcile := func() error {
 		filters, err := in.filters(ctx)
 		if err != nil {
@@ -354,7 +388,7 @@ func (in *Inbox) store(ctx context.Context, msgs []jetstream.Msg, order *orderPr
 			}
 			observed = end
 			if end-i > 1 {
-				err := in.checkpointRun(ctx, msgs[i:end], order.proven)
+				err := in.recordCheckpoints(ctx, msgs[i:end], order.proven)
 				if err == nil {
 					i, start = end-1, end
 					continue
@@ -362,7 +396,7 @@ func (in *Inbox) store(ctx context.Context, msgs []jetstream.Msg, order *orderPr
 				if ctx.Err() != nil {
 					return ctx.Err()
 				}
-				in.Logger.Warn("inbox: checkpoint run not verified, each checkpoint again alone", "checkpoints", end-i, "err", err)
+				in.Logger.Warn("inbox: checkpoint run not recorded, each checkpoint again alone", "checkpoints", end-i, "err", err)
 				alone = end
 			}
 		}
@@ -392,27 +426,26 @@ func (in *Inbox) store(ctx context.Context, msgs []jetstream.Msg, order *orderPr
 	return in.storeEvents(ctx, msgs[start:])
 }
 
-// checkpointRun verifies a run of checkpoint messages in one OnCheckpoint call and acks them.
-// Any message that would be refused, and any error, leaves the whole run unacked to be handled
-// message by message (checkpoint), which rejects or retries each alone.
-func (in *Inbox) checkpointRun(ctx context.Context, msgs []jetstream.Msg, ordered bool) error {
-	cps := make([]wire.Checkpoint, len(msgs))
+// recordCheckpoints records a run of checkpoint messages for the verifier loop in one statement
+// and acks them. Any message that would be refused, and any error, leaves the whole run unacked
+// to be handled message by message (checkpoint), which rejects or retries each alone. Without an
+// OnCheckpoint nothing verifies them: they are acked only.
+func (in *Inbox) recordCheckpoints(ctx context.Context, msgs []jetstream.Msg, ordered bool) error {
+	subjects, payloads := make([]string, len(msgs)), make([][]byte, len(msgs))
 	for i, m := range msgs {
-		cp, refusal := in.admitCheckpoint(m)
-		if refusal != "" {
+		if _, refusal := in.admitCheckpoint(m); refusal != "" {
 			return errors.New(refusal)
 		}
-		cps[i] = cp
+		subjects[i], payloads[i] = m.Subject(), m.Data()
 	}
 	if in.OnCheckpoint != nil {
-		if err := in.OnCheckpoint(ctx, cps, ordered); err != nil {
+		if err := store.CheckpointInboxRecord(ctx, in.Pool, subjects, payloads, ordered); err != nil {
 			return err
 		}
-	}
-	if ordered {
-		in.ordered.Add(int64(len(msgs)))
-	} else {
-		in.unordered.Add(int64(len(msgs)))
+		select {
+		case in.wake <- struct{}{}:
+		default:
+		}
 	}
 	for _, m := range msgs {
 		_ = m.Ack()
@@ -443,23 +476,14 @@ func (in *Inbox) admitCheckpoint(m jetstream.Msg) (wire.Checkpoint, string) {
 }
 
 func (in *Inbox) checkpoint(ctx context.Context, m jetstream.Msg, ordered bool) error {
-	cp, refusal := in.admitCheckpoint(m)
-	if refusal != "" {
+	if _, refusal := in.admitCheckpoint(m); refusal != "" {
 		return in.reject(ctx, m, nil, refusal)
 	}
 	// Every message before this one in the batch is committed (store), so the proof holds now.
-	if ordered {
-		in.ordered.Add(1)
-	} else {
-		in.unordered.Add(1)
+	if err := in.recordCheckpoints(ctx, []jetstream.Msg{m}, ordered); err != nil {
+		in.Logger.Warn("inbox: checkpoint not recorded, will be redelivered", "subject", m.Subject(), "err", err)
+		return err
 	}
-	if in.OnCheckpoint != nil {
-		if err := in.OnCheckpoint(ctx, []wire.Checkpoint{cp}, ordered); err != nil {
-			in.Logger.Warn("inbox: checkpoint not verified, will be redelivered", "origin", cp.Origin, "type", cp.Type, "err", err)
-			return err
-		}
-	}
-	_ = m.Ack()
 	return nil
 }
 

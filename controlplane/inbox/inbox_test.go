@@ -536,6 +536,76 @@ func TestInbox(t *testing.T) {
 		}
 	})
 
+	// Issue 21 item 3 (checkpoints never delay live events) with invariant 1: a live event
+	// published behind a large round of checkpoints is stored while that round is still being
+	// verified. The witness is the event's row appearing while the verifier holds every call of
+	// the round (it is released only after the row is seen); then the whole round is verified,
+	// each checkpoint once, and nothing stays pending on the broker.
+	t.Run("StoresALiveEventWhileALargeRoundIsStillBeingVerified", func(t *testing.T) {
+		t.Parallel()
+		in, b := setup(t)
+		const tenants = 2000 // four fetched batches of checkpoints ahead of the event
+		release := make(chan struct{})
+		var releaseOnce sync.Once
+		open := func() { releaseOnce.Do(func() { close(release) }) }
+		t.Cleanup(open)
+		var verified atomic.Int64
+		var mu sync.Mutex
+		seen := map[string]int{}
+		in.OnCheckpoint = func(ctx context.Context, cps []wire.Checkpoint, _ bool) error {
+			select {
+			case <-release:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+			mu.Lock()
+			for _, cp := range cps {
+				seen[cp.Tenants[0].Tenant]++
+			}
+			mu.Unlock()
+			verified.Add(int64(len(cps)))
+			return nil
+		}
+		at := time.Now().UTC()
+		for i := range tenants {
+			first := int64(1)
+			cp, err := wire.CheckpointMessage(wire.Checkpoint{Origin: "orders", IntervalS: 1, At: at, From: 1, To: 1 + tenants,
+				Type: eventTypes[0], Tenants: []wire.CheckpointTenant{{Tenant: fmt.Sprintf("t%05d", i), N: 1, First: &first, Last: &first}}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			publish(t, b, cp)
+		}
+		live := ordersEvent(1+tenants, 1, eventTypes[0])
+		publish(t, b, wire.EventMessage(live))
+		testrun.Go(t, "inbox", in.Run)
+		testrun.WaitFor(t, "the live event behind the round stored while the round is being verified", func() bool {
+			return len(copiesOf(t, b.pool, "orders")) == 1
+		})
+		if n := verified.Load(); n != 0 {
+			t.Fatalf("%d checkpoints verified while the verifier was held", n)
+		}
+		open()
+		testrun.WaitFor(t, "the whole round verified and nothing pending", func() bool {
+			info, err := b.nats.JS.Consumer(ctx, wire.EventsStream, wire.InboxDurable("billing", wire.LiveFilter("*", "*", eventTypes[0])))
+			if err != nil {
+				return false
+			}
+			i, err := info.Info(ctx)
+			return err == nil && verified.Load() >= tenants && i.NumAckPending == 0 && i.NumPending == 0
+		})
+		mu.Lock()
+		defer mu.Unlock()
+		if len(seen) != tenants {
+			t.Fatalf("verified the checkpoints of %d tenants, want %d", len(seen), tenants)
+		}
+		for tenant, n := range seen {
+			if n != 1 {
+				t.Fatalf("tenant %s's checkpoint verified %d times, want once", tenant, n)
+			}
+		}
+	})
+
 	// Invariants 12 and 13 with checkpoints verified as runs: a run holding a forged checkpoint
 	// (another origin's subject) and one the verifier refuses for good (SQL's invalid input) loses
 	// neither of the genuine checkpoints beside them: each bad one is recorded and terminated
