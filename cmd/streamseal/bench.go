@@ -44,6 +44,9 @@ var benchmarks = []struct {
 	{"tenants", "healthy audit wire bytes as the tenant count grows, the seal at every size, one lost event in the last tenant", func(ctx context.Context, server *scratchdb.Server, quick bool, out io.Writer) error {
 		return bench.Tenants(ctx, benchDatabases(server), pick(quick, bench.QuickTenants, bench.FullTenants), out)
 	}},
+	{"tenant-checkpoints", "the checkpoint part of tenants alone: quiet round bytes, a round with every pair active, live events behind it", func(ctx context.Context, server *scratchdb.Server, quick bool, out io.Writer) error {
+		return bench.TenantCheckpoints(ctx, benchDatabases(server), pick(quick, bench.QuickTenantCheckpoints, bench.FullTenantCheckpoints), out)
+	}},
 	{"backfill", "history delivered to a consumer that starts consuming a type: events/s, wire bytes against payload bytes, the origin's live appends during it against without", func(ctx context.Context, server *scratchdb.Server, quick bool, out io.Writer) error {
 		_, err := bench.Backfill(ctx, benchDatabases(server), pick(quick, bench.QuickBackfill, bench.FullBackfill), out)
 		return err

@@ -202,6 +202,7 @@ type Verifier struct {
 	served      map[string]int64             // (origin, tenant, type) -> when it last took the cap (serveSeq)
 	serveSeq    int64                        // counts the cap's grants: the fairness order's clock
 	cappedAt    map[string]time.Time         // (origin, tenant, type) -> the latest round it waited in
+	forgotten   map[string]time.Time         // origin -> the latest of its rounds whose count was dropped (roundsKept)
 	received    atomic.Int64
 	beats       atomic.Int64
 	gaps        atomic.Int64
@@ -391,6 +392,7 @@ func (v *Verifier) act(ctx context.Context, cp wire.Checkpoint, l store.LaneVerd
 	v.mu.Lock()
 	if v.sentInRound == nil {
 		v.sentInRound, v.served, v.cappedAt = map[string]map[time.Time]int{}, map[string]int64{}, map[string]time.Time{}
+		v.forgotten = map[string]time.Time{}
 	}
 	rounds := v.sentInRound[cp.Origin]
 	if rounds == nil {
@@ -398,11 +400,16 @@ func (v *Verifier) act(ctx context.Context, cp wire.Checkpoint, l store.LaneVerd
 		v.sentInRound[cp.Origin] = rounds
 	}
 	at := cp.At.UTC()
-	if _, ok := rounds[at]; !ok {
+	// A round already forgotten (a checkpoint verified behind many later rounds: the inbox
+	// verifies at its own pace) may have spent its cap: it takes no more requests, and the lane
+	// waits for a later round (the next beat offers it again).
+	_, known := rounds[at]
+	forgotten := !known && !at.After(v.forgotten[cp.Origin])
+	if !known && !forgotten {
 		rounds[at] = 0
 	}
 	key := laneKey(cp.Origin, l)
-	capped := rounds[at] >= v.Config.MaxAutoRepairRequestsPerCheckpoint || v.yields(cp.Origin, key, previousRound(rounds, at))
+	capped := forgotten || rounds[at] >= v.Config.MaxAutoRepairRequestsPerCheckpoint || v.yields(cp.Origin, key, previousRound(rounds, at))
 	if capped {
 		if at.After(v.cappedAt[key]) {
 			v.cappedAt[key] = at
@@ -413,7 +420,9 @@ func (v *Verifier) act(ctx context.Context, cp wire.Checkpoint, l store.LaneVerd
 		v.served[key] = v.serveSeq
 		delete(v.cappedAt, key)
 	}
-	forgetOldRounds(rounds)
+	if dropped := forgetOldRounds(rounds); dropped.After(v.forgotten[cp.Origin]) {
+		v.forgotten[cp.Origin] = dropped
+	}
 	v.mu.Unlock()
 	action := "requested"
 	switch {
@@ -494,12 +503,16 @@ func previousRound(rounds map[time.Time]int, at time.Time) time.Time {
 	return prev
 }
 
-// roundsKept bounds the rounds of one origin whose request counts are kept: far more than the
-// subjects' consumers can be apart, so a late message of an old round still finds its count.
+// roundsKept bounds the rounds of one origin whose request counts are kept: more than the
+// subjects' consumers are usually apart, so a late message of an old round still finds its count.
+// A message of a round older than every kept one (the inbox verifies recorded checkpoints at its
+// own pace, behind later rounds' beats) counts its round's cap as spent.
 const roundsKept = 64
 
-// forgetOldRounds drops the oldest rounds beyond roundsKept.
-func forgetOldRounds(rounds map[time.Time]int) {
+// forgetOldRounds drops the oldest rounds beyond roundsKept and returns the latest it dropped
+// (zero when none).
+func forgetOldRounds(rounds map[time.Time]int) time.Time {
+	var dropped time.Time
 	for len(rounds) > roundsKept {
 		var oldest time.Time
 		for at := range rounds {
@@ -508,7 +521,9 @@ func forgetOldRounds(rounds map[time.Time]int) {
 			}
 		}
 		delete(rounds, oldest)
+		dropped = oldest
 	}
+	return dropped
 }
 
 func laneKey(origin string, l store.LaneVerdict) string {

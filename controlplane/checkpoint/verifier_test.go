@@ -163,6 +163,91 @@ func TestVerifier(t *testing.T) {
 		}
 	})
 
+	// Invariant 9 (storm bounds) with checkpoints verified behind their arrival (issue 21 item
+	// 3: the inbox records checkpoints and verifies them at its own pace, so a round's message
+	// can be verified after many later rounds' beats). The verifier keeps the request counts of
+	// an origin's recent rounds only; a checkpoint of a round it has forgotten must not start
+	// that round's cap again. Cap one: round 0 requests one of 65 lanes with a hole, 64 later
+	// beats request one each (round 0 is forgotten), then a late message of round 0 confirms a
+	// 66th lane's hole: it waits for the cap (a later round's beat offers it), round 0 keeps
+	// one request.
+	t.Run("ALateCheckpointOfAForgottenRoundTakesNoMoreOfItsCap", func(t *testing.T) {
+		t.Parallel()
+		pool := dbtest.NewPool(t, "billing")
+		if err := store.SubscriptionsAdd(ctx, pool, "orders", []string{"order.placed"}, store.AllTenants()); err != nil {
+			t.Fatal(err)
+		}
+		const lanes = 66
+		cfg := config.Defaults()
+		cfg.RepairMode = config.ReportOnly
+		cfg.MaxAutoRepairRequestsPerCheckpoint = 1
+		cfg.RepairRetryAfter = time.Hour
+		v := &checkpoint.Verifier{Pool: pool, Service: "billing", Config: cfg, Logger: testrun.Logger(t)}
+		base := time.Now().UTC().Truncate(time.Second)
+		roundAt := func(r int) time.Time { return base.Add(time.Duration(r) * time.Second) }
+		tenant := func(i int) string { return fmt.Sprintf("t%02d", i) }
+		one, two := int64(1), int64(2)
+		// Birth: every lane's type_seq 1, held, in round -1 (no hole, no request).
+		var copies []store.EventCopy
+		var birth []wire.Checkpoint
+		for i := range lanes {
+			copies = append(copies, store.EventCopy{EventID: uuid.New(), Origin: "orders", OriginSeq: int64(i) + 1, TypeSeq: 1,
+				Tenant: tenant(i), StreamID: tenant(i), StreamVersion: 1, EventType: "order.placed", Payload: []byte("{}"), OccurredAt: base})
+			birth = append(birth, wire.Checkpoint{Origin: "orders", IntervalS: 1, At: roundAt(-1), From: 1, To: lanes + 1,
+				Type: "order.placed", Tenants: []wire.CheckpointTenant{{Tenant: tenant(i), N: 1, First: &one, Last: &one}}})
+		}
+		if _, err := store.EventsIngest(ctx, pool, copies); err != nil {
+			t.Fatal(err)
+		}
+		if err := v.VerifyRun(ctx, birth, true); err != nil {
+			t.Fatal(err)
+		}
+		// Round 0: every lane's type_seq 2 is lost; the messages of the first 65 lanes arrive.
+		round0 := func(i int) wire.Checkpoint {
+			return wire.Checkpoint{Origin: "orders", IntervalS: 1, At: roundAt(0), From: lanes + 1, To: 2*lanes + 1,
+				Type: "order.placed", Tenants: []wire.CheckpointTenant{{Tenant: tenant(i), N: 1, First: &two, Last: &two}}}
+		}
+		var run []wire.Checkpoint
+		for i := range lanes - 1 {
+			run = append(run, round0(i))
+		}
+		if err := v.VerifyRun(ctx, run, true); err != nil {
+			t.Fatal(err)
+		}
+		// 64 later rounds' beats, each requesting one waiting lane.
+		for r := 1; r <= 64; r++ {
+			if err := v.Beat(ctx, wire.Beat{Origin: "orders", IntervalS: 1, At: roundAt(r), From: 2*lanes + 1, To: 2*lanes + 1}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		// The last lane's message of round 0, verified late.
+		if err := v.Verify(ctx, round0(lanes-1), true); err != nil {
+			t.Fatal(err)
+		}
+		var requested, lateLane int
+		if err := pool.QueryRow(ctx, `select count(*) filter (where round_at = $1), count(*) filter (where tenant = $2)
+			from streamseal.gap_reports where action = 'would_request'`, roundAt(0), tenant(lanes-1)).Scan(&requested, &lateLane); err != nil {
+			t.Fatal(err)
+		}
+		if requested != 1 {
+			t.Fatalf("round 0 sent %d requests, cap 1", requested)
+		}
+		if lateLane != 0 {
+			t.Fatalf("the late lane was requested %d times in a forgotten round; want it left for a later round", lateLane)
+		}
+		// A later round's beat offers it.
+		if err := v.Beat(ctx, wire.Beat{Origin: "orders", IntervalS: 1, At: roundAt(65), From: 2*lanes + 1, To: 2*lanes + 1}); err != nil {
+			t.Fatal(err)
+		}
+		if err := pool.QueryRow(ctx, `select count(*) from streamseal.gap_reports where action = 'would_request' and tenant = $1`,
+			tenant(lanes-1)).Scan(&lateLane); err != nil {
+			t.Fatal(err)
+		}
+		if lateLane != 1 {
+			t.Fatalf("the late lane was requested %d times by the next round's beat, want 1", lateLane)
+		}
+	})
+
 	// Invariants 1 and 6 with a round verified as a run (issue 21 item 3): the messages of one
 	// window over many tenants are verified in one call; the one tenant that lost its event is
 	// named and requested (once), every other lane's floor moves to its last event, and a

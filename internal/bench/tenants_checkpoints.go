@@ -301,3 +301,27 @@ func tenantsCheckpoints(ctx context.Context, newDB harness.NewDatabase, opts Ten
 	flatness = float64(figures[len(figures)-1].quietBytes) / float64(figures[0].quietBytes)
 	return flatness, maxDelay, nil
 }
+
+// QuickTenantCheckpoints and FullTenantCheckpoints are the sizes of `bench tenant-checkpoints`:
+// the checkpoint part of `bench tenants` at the issue's sizes (100 and 10 000 tenants x 5 types
+// quick; 100, 10 000 and 100 000 in full), without its audits.
+var (
+	QuickTenantCheckpoints = TenantsOptions{Tenants: []int{100, 10_000}, Types: 5}
+	FullTenantCheckpoints  = FullTenants
+)
+
+// TenantCheckpoints runs the checkpoint figures of the tenants benchmark alone
+// (tenantsCheckpoints: quiet round bytes, a round with every pair active, live events behind it).
+// RESULT: checkpoint_bytes_flatness (quiet round bytes at the largest size / at the smallest,
+// target <= 1.5) and max_live_delay_intervals (the worst live event's delay behind a round, in
+// intervals, target <= 1), and busy.
+func TenantCheckpoints(ctx context.Context, newDB harness.NewDatabase, opts TenantsOptions, out io.Writer) error {
+	load := watchLoad(out)
+	fmt.Fprintf(out, "tenant checkpoints benchmark: one origin, %d event types, one consumer of every tenant; %v tenants\n", opts.Types, opts.Tenants)
+	flatness, maxDelay, err := tenantsCheckpoints(ctx, newDB, opts, out)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "RESULT tenant-checkpoints checkpoint_bytes_flatness=%.3f max_live_delay_intervals=%.3f busy=%d\n", flatness, maxDelay, load.End())
+	return nil
+}
