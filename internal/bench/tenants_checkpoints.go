@@ -162,7 +162,7 @@ func tenantCheckpoints(ctx context.Context, newDB harness.NewDatabase, tenants, 
 	relayDone := make(chan error, 1)
 	go func() { relayDone <- orders.Relay.Run(relayCtx) }()
 	defer func() { stopRelay(); <-relayDone }()
-	failsafe := time.Now().Add(15 * time.Minute)
+	failsafe := time.Now().Add(45 * time.Minute) // a round of 500 000 pairs is verified in minutes
 	// live appends one live event (a tenant of its own, the first type) and returns its delay
 	// from the origin's commit to the consumer's store. Both stamps are the databases' clocks on
 	// this machine: the origin's append transaction and the consumer's ingest transaction.
