@@ -221,6 +221,12 @@ set search_path = pg_catalog, pg_temp
 set jit = off
 -- Custom plans always: the lanes' floors bound the index reads of held type_seqs.
 set plan_cache_mode = force_custom_plan
+-- Key lookups only: every statement here touches the lanes of the tenants it was given, by the
+-- lanes' primary key. A hash join let the final UPDATE read every lane of the store once per
+-- call (a seq scan of 2000 lanes to update 100; a round over 50 000 pairs is 100 calls over
+-- 50 000 lanes: issue 21 item 3).
+set enable_hashjoin = off
+set enable_mergejoin = off
 as $$
 declare
     problem text;
@@ -373,10 +379,20 @@ begin
                          and not (l.tenant = any (born))
                     then pg_catalog.int8multirange(pg_catalog.int8range(g.first, g.last + 1))
                     else '{}'::pg_catalog.int8multirange end as proven
-        from streamseal.lanes l
-        join given_rows g on g.tenant = l.tenant
-        where l.origin = _verify_checkpoint.origin
-          and l.event_type = _verify_checkpoint.checkpoint_type
+        from given_rows g
+        cross join lateral (
+            select x.*
+            from streamseal.lanes x
+            where x.origin = _verify_checkpoint.origin
+              and x.tenant = g.tenant
+              and x.event_type = _verify_checkpoint.checkpoint_type
+            -- A fence: one primary-key lookup per named tenant, whatever the statistics say.
+            -- Joined plainly, a lanes table not analyzed yet (lanes born by the round itself)
+            -- was estimated at one row of the (origin, type) and walked whole, with the
+            -- message's tenants re-read for every lane: O(lanes x tenants) per call, and a round
+            -- of 50 000 active pairs took a minute to verify (issue 21 item 3).
+            offset 0
+        ) l
     ), gaps as materialized (
         -- Materialized: inlined, every reference to missing below became its own call of
         -- _lane_missing (nine per lane per checkpoint).
