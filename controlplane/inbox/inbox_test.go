@@ -606,6 +606,112 @@ func TestInbox(t *testing.T) {
 		}
 	})
 
+	// Invariant 1 with checkpoints recorded before verification (issue 21 item 3): a checkpoint
+	// acknowledged on the broker is held in streamseal.checkpoint_inbox until it is verified. An
+	// inbox stopped while verifying it leaves it there, and the next inbox verifies it, with the
+	// order proof it was recorded with.
+	t.Run("ARecordedCheckpointSurvivesAStopAndTheNextRunVerifiesIt", func(t *testing.T) {
+		t.Parallel()
+		in, b := setup(t)
+		holding := make(chan struct{}, 1)
+		in.OnCheckpoint = func(ctx context.Context, _ []wire.Checkpoint, _ bool) error {
+			select {
+			case holding <- struct{}{}:
+			default:
+			}
+			<-ctx.Done() // the verifier is still at it when the process stops
+			return ctx.Err()
+		}
+		publish(t, b, wire.EventMessage(ordersEvent(1, 1, eventTypes[0])))
+		cp, err := wire.CheckpointMessage(wire.Checkpoint{Origin: "orders", IntervalS: 60, At: time.Now(), From: 1, To: 2,
+			Type: eventTypes[0], Tenants: []wire.CheckpointTenant{{Tenant: "acme", N: 1}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		publish(t, b, cp)
+		stop := testrun.Go(t, "inbox", in.Run)
+		testrun.Receive(t, "the verification under way", holding)
+		if err := stop(); err != nil {
+			t.Fatal(err)
+		}
+		info, err := b.nats.JS.Consumer(ctx, wire.EventsStream, wire.InboxDurable("billing", wire.LiveFilter("*", "*", eventTypes[0])))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i, err := info.Info(ctx); err != nil || i.NumAckPending != 0 || i.NumPending != 0 {
+			t.Fatalf("the broker still holds the checkpoint (%+v, %v); want it acknowledged once recorded", i, err)
+		}
+		if n := recordedCheckpoints(t, b.pool); n != 1 {
+			t.Fatalf("checkpoint_inbox holds %d rows after the stop, want the checkpoint under verification", n)
+		}
+
+		next := &inbox.Inbox{Pool: b.pool, JS: in.JS, Service: "billing", Logger: testrun.Logger(t)}
+		verified := make(chan bool, 4)
+		next.OnCheckpoint = func(_ context.Context, cps []wire.Checkpoint, ordered bool) error {
+			for range cps {
+				verified <- ordered
+			}
+			return nil
+		}
+		testrun.Go(t, "the next inbox", next.Run)
+		if !testrun.Receive(t, "the recorded checkpoint verified by the next inbox", verified) {
+			t.Fatal("the recorded checkpoint lost the order proof it was recorded with")
+		}
+		testrun.WaitFor(t, "checkpoint_inbox empty", func() bool { return recordedCheckpoints(t, b.pool) == 0 })
+		select {
+		case <-verified:
+			t.Fatal("the checkpoint was verified twice")
+		default:
+		}
+	})
+
+	// Invariant 13 (no wedge) with checkpoints recorded before verification: a recorded
+	// checkpoint whose verification keeps failing is retried with backoff, then recorded in
+	// inbox_rejects as given up and removed; the checkpoint recorded behind it is verified.
+	t.Run("ARecordedCheckpointThatKeepsFailingIsGivenUpAndTheNextIsVerified", func(t *testing.T) {
+		t.Parallel()
+		in, b := setup(t)
+		in.MaxDeliver = 2
+		var mu sync.Mutex
+		calls := map[string]int{}
+		in.OnCheckpoint = func(_ context.Context, cps []wire.Checkpoint, _ bool) error {
+			mu.Lock()
+			defer mu.Unlock()
+			for _, cp := range cps {
+				calls[cp.Tenants[0].Tenant]++
+				if cp.Tenants[0].Tenant == "stuck" {
+					return fmt.Errorf("the verifier cannot finish this one")
+				}
+			}
+			return nil
+		}
+		at := time.Now().UTC()
+		for _, tenant := range []string{"stuck", "next"} {
+			cp, err := wire.CheckpointMessage(wire.Checkpoint{Origin: "orders", IntervalS: 60, At: at, From: 1, To: 1,
+				Type: eventTypes[0], Tenants: []wire.CheckpointTenant{{Tenant: tenant}}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			publish(t, b, cp)
+		}
+		testrun.Go(t, "inbox", in.Run)
+		testrun.WaitFor(t, "the failing checkpoint given up and checkpoint_inbox empty", func() bool {
+			return in.Counts().Rejected == 1 && recordedCheckpoints(t, b.pool) == 0
+		})
+		var reason string
+		if err := b.pool.QueryRow(ctx, "select reason from streamseal.inbox_rejects").Scan(&reason); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(reason, "given up after 2 verifications") {
+			t.Fatalf("reject reason %q; want it given up after MaxDeliver verifications", reason)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if calls["next"] < 1 {
+			t.Fatalf("the checkpoint behind the failing one was never verified (%v)", calls)
+		}
+	})
+
 	// Invariants 12 and 13 with checkpoints verified as runs: a run holding a forged checkpoint
 	// (another origin's subject) and one the verifier refuses for good (SQL's invalid input) loses
 	// neither of the genuine checkpoints beside them: each bad one is recorded and terminated
@@ -742,6 +848,16 @@ func TestInbox(t *testing.T) {
 			t.Fatal("a checkpoint behind a delivery still held by another consumer was handed over as ordered")
 		}
 	})
+}
+
+// recordedCheckpoints counts the checkpoints waiting in streamseal.checkpoint_inbox.
+func recordedCheckpoints(t *testing.T, pool *pgxpool.Pool) int {
+	t.Helper()
+	var n int
+	if err := pool.QueryRow(context.Background(), "select count(*) from streamseal.checkpoint_inbox").Scan(&n); err != nil {
+		t.Error(err)
+	}
+	return n
 }
 
 // ordersEvent is an event of origin "orders" as its relay publishes it.
