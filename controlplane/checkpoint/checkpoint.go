@@ -231,12 +231,12 @@ func (v *Verifier) Verify(ctx context.Context, cp wire.Checkpoint, ordered bool)
 	return v.VerifyRun(ctx, []wire.Checkpoint{cp}, ordered)
 }
 
-// VerifyRun verifies a run of checkpoint messages that arrived back to back on one inbox
-// consumer (inbox.Inbox.OnCheckpoint), in order: consecutive messages of one round of one origin
-// and type (a round is one message per tenant) are verified as one window in one call, so a
-// round over many tenants costs the consumer a few statements, not one transaction per tenant,
-// and live events behind it on the same consumer are not held up (issue 21 item 3). Own
-// checkpoints are ignored.
+// VerifyRun verifies a run of checkpoint messages in the order received: the inbox records them
+// as they arrive and its verifier loop hands them over oldest first (inbox.Inbox.OnCheckpoint),
+// so live events never wait for this (issue 21 item 3). Consecutive messages of one round of one
+// origin and type (a round is one message per tenant) are verified as one window in one call, so
+// a round over many tenants costs the consumer a few statements, not one transaction per tenant.
+// Own checkpoints are ignored.
 func (v *Verifier) VerifyRun(ctx context.Context, cps []wire.Checkpoint, ordered bool) error {
 	for len(cps) > 0 {
 		// A window names each tenant once (SQL refuses a repeat): a repeated message starts
