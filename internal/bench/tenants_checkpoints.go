@@ -290,8 +290,7 @@ func tenantsCheckpoints(ctx context.Context, newDB harness.NewDatabase, opts Ten
 			return 0, 0, fmt.Errorf("checkpoints at %d tenants: %w", tenants, err)
 		}
 		figures = append(figures, f)
-	}
-	for _, f := range figures {
+		// Printed as each size completes: the largest takes many minutes.
 		fmt.Fprintf(out, "%d tenants (%d pairs): quiet checkpoint round %d bytes in %d message(s); a round with every pair active %d bytes in %d messages, verified by the consumer %s after it began; a live event appended during its publication stored %s after its commit, one appended once it was all on the wire %s (%.3f and %.3f intervals of %s; with no round in flight %s); gaps confirmed %d\n",
 			f.tenants, f.pairs, f.quietBytes, f.quietMessages, f.activeBytes, f.activeMessages, f.roundVerified.Round(time.Millisecond),
 			f.liveDelay.Round(time.Millisecond), f.afterDelay.Round(time.Millisecond), f.liveDelay.Seconds()/checkpointInterval.Seconds(),
