@@ -171,8 +171,8 @@ func (r *Relay) relay(ctx context.Context, conn *pgx.Conn, pending chan<- batch)
 				return err
 			}
 		}
-		for {
-			page, err := store.RelayPage(ctx, conn, position, r.Batch, stampMax)
+		for stamp := stampMax; ; {
+			page, err := store.RelayPage(ctx, conn, position, r.Batch, stamp)
 			if err != nil {
 				return err
 			}
@@ -192,8 +192,19 @@ func (r *Relay) relay(ctx context.Context, conn *pgx.Conn, pending chan<- batch)
 				last := page.Events[n-1].OriginSeq
 				position = &last
 			}
-			if len(page.Events) < r.Batch && (stampMax == 0 || page.Stamped < stampMax) {
-				break
+			if len(page.Events) == r.Batch {
+				// Behind: read what is numbered before numbering more. A stamp per page would
+				// cost a stamp() call (its lock and its scan for unstamped rows) for every 500
+				// events of a backlog, and a relay that fell behind would fall further behind.
+				stamp = 0
+				continue
+			}
+			if stamp == 0 && stampMax > 0 {
+				stamp = stampMax // caught up with the numbered: number what committed since
+				continue
+			}
+			if stampMax == 0 || page.Stamped < stampMax {
+				break // everything committed is numbered and published
 			}
 		}
 		payloads, woken, err := store.WaitOthersNotifications(ctx, conn, time.Now().Add(r.PollInterval))
