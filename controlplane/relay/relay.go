@@ -85,9 +85,10 @@ func (r *Relay) defaults() {
 	}
 }
 
-// Stamping reports whether this relay leads and stamps as it publishes; a standalone stamper in
-// the same process stands aside meanwhile (stamper.Loop.Yield), since both would take the same
-// lock for the same rows.
+// Stamping reports whether this relay leads, stamps as it publishes, and has caught up with
+// what is numbered; a standalone stamper in the same process stands aside meanwhile
+// (stamper.Loop.Yield), since both would take the same lock for the same rows. A relay that is
+// behind (its last page was full) leaves the stamping to the stamper until it has caught up.
 func (r *Relay) Stamping() bool { return r.stamping.Load() }
 
 // Run relays until ctx ends. A replica that does not hold the leader lock waits for it.
@@ -138,7 +139,6 @@ func (r *Relay) lead(ctx context.Context) error {
 		if err := store.Listen(ctx, conn, store.ChannelUnstamped); err != nil {
 			return err
 		}
-		r.stamping.Store(true)
 		defer r.stamping.Store(false)
 	}
 	leadCtx, stop := context.WithCancelCause(ctx)
@@ -192,6 +192,12 @@ func (r *Relay) relay(ctx context.Context, conn *pgx.Conn, pending chan<- batch)
 				last := page.Events[n-1].OriginSeq
 				position = &last
 			}
+			// Caught up, the relay numbers what commits itself (one statement from commit to
+			// publish); behind, it hands the numbering back to the standalone stamper, whose
+			// own connection stamps the next batch while this one reads and publishes the
+			// backlog: under a burst the two overlap, and the stamper's coalescing makes its
+			// batches large.
+			r.stamping.Store(stampMax > 0 && len(page.Events) < r.Batch)
 			if len(page.Events) == r.Batch {
 				// Behind: read what is numbered before numbering more. A stamp per page would
 				// cost a stamp() call (its lock and its scan for unstamped rows) for every 500

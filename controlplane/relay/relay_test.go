@@ -53,12 +53,16 @@ func TestRelay(t *testing.T) {
 	t.Run("Defaults", func(t *testing.T) {
 		t.Parallel()
 		// The relay's tunables as its doc comment states them: batches of 500 events, a failsafe
-		// wake-up every second without a stamp notification.
+		// wake-up every second without a notification.
 		if relay.BatchDefault != 500 {
 			t.Errorf("BatchDefault = %d, want 500", relay.BatchDefault)
 		}
 		if relay.PollIntervalDefault != time.Second {
 			t.Errorf("PollIntervalDefault = %s, want 1s", relay.PollIntervalDefault)
+		}
+		// Four batches published ahead of their acknowledgements.
+		if relay.InFlightDefault != 4 {
+			t.Errorf("InFlightDefault = %d, want 4", relay.InFlightDefault)
 		}
 
 		// A zero-valued Relay publishes in batches of BatchDefault: with 1100 stamped events
