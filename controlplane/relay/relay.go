@@ -161,9 +161,19 @@ func (r *Relay) lead(ctx context.Context) error {
 // round finds less than a full page, wait for a notification from another session (an own
 // insert, another stamper's batch, a re-queue) or the failsafe poll. No coalescing delay: events
 // that commit during a round are the next round's batch.
+//
+// Quiet, the relay numbers what commits itself: one statement from commit to publish. Busy (more
+// than one commit arrived while it worked, or its page came back full), it hands the numbering to the
+// node's standalone stamper (Stamping turns false): the stamper's own connection numbers the next
+// batch, with its coalescing, while this one reads and publishes, so under a burst the two
+// overlap as the split loops did (measured: one connection doing both fell behind on a busy
+// machine, where rounds last longer than the time between commits). The first round that ends
+// with nothing received takes the numbering back, stamping before it waits, so no event whose
+// notification the yielding stamper swallowed waits for a poll.
 func (r *Relay) relay(ctx context.Context, conn *pgx.Conn, pending chan<- batch) error {
 	var position *int64 // nil: the cursor
 	stampMax := max(r.StampBatch, 0)
+	busy := false
 	requeue := true
 	for {
 		if requeue {
@@ -171,7 +181,11 @@ func (r *Relay) relay(ctx context.Context, conn *pgx.Conn, pending chan<- batch)
 				return err
 			}
 		}
-		for stamp := stampMax; ; {
+		stamp := stampMax
+		if busy {
+			stamp = 0
+		}
+		for {
 			page, err := store.RelayPage(ctx, conn, position, r.Batch, stamp)
 			if err != nil {
 				return err
@@ -192,27 +206,37 @@ func (r *Relay) relay(ctx context.Context, conn *pgx.Conn, pending chan<- batch)
 				last := page.Events[n-1].OriginSeq
 				position = &last
 			}
-			// Caught up, the relay numbers what commits itself (one statement from commit to
-			// publish); behind, it hands the numbering back to the standalone stamper, whose
-			// own connection stamps the next batch while this one reads and publishes the
-			// backlog: under a burst the two overlap, and the stamper's coalescing makes its
-			// batches large.
-			r.stamping.Store(stampMax > 0 && len(page.Events) < r.Batch)
 			if len(page.Events) == r.Batch {
 				// Behind: read what is numbered before numbering more. A stamp per page would
 				// cost a stamp() call (its lock and its scan for unstamped rows) for every 500
 				// events of a backlog, and a relay that fell behind would fall further behind.
-				stamp = 0
+				busy, stamp = true, 0
+				r.stamping.Store(false)
 				continue
 			}
-			if stamp == 0 && stampMax > 0 {
-				stamp = stampMax // caught up with the numbered: number what committed since
-				continue
-			}
-			if stampMax == 0 || page.Stamped < stampMax {
-				break // everything committed is numbered and published
+			if stamp == 0 || page.Stamped < stamp {
+				break // everything numbered is published (and, stamping, everything committed numbered)
 			}
 		}
+		received := store.OthersNotificationsReceived(conn)
+		switch {
+		case len(received) > 1 && stampMax > 0:
+			// Commits arrive faster than rounds end: busy, the stamper numbers.
+			busy = true
+			r.stamping.Store(false)
+			requeue = slices.Contains(received, store.PayloadRequeue)
+			continue
+		case len(received) > 0:
+			requeue = slices.Contains(received, store.PayloadRequeue)
+			continue
+		case busy && stampMax > 0:
+			// Quiet again: take the numbering back with a stamping round before waiting.
+			busy = false
+			r.stamping.Store(true)
+			requeue = false
+			continue
+		}
+		r.stamping.Store(stampMax > 0)
 		payloads, woken, err := store.WaitOthersNotifications(ctx, conn, time.Now().Add(r.PollInterval))
 		if err != nil {
 			return err

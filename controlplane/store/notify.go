@@ -76,21 +76,27 @@ func WaitOthersNotifications(ctx context.Context, conn *pgx.Conn, deadline time.
 		case err == nil && n.PID == self:
 			continue
 		case err == nil:
-			payloads = append(payloads, n.Payload)
+			return append([]string{n.Payload}, OthersNotificationsReceived(conn)...), true, nil
 		case errors.Is(err, context.DeadlineExceeded):
 			return nil, false, nil
 		default:
 			return nil, false, fmt.Errorf("wait for notification: %w", err)
 		}
-		break
 	}
-	// Those already received: a done context takes only what pgx has buffered.
-	done, cancelDone := context.WithCancel(ctx)
-	cancelDone()
+}
+
+// OthersNotificationsReceived takes, without waiting, the notifications conn has already
+// received from other sessions (while it ran its last statements) and returns their payloads:
+// none means nothing committed while conn was busy.
+func OthersNotificationsReceived(conn *pgx.Conn) []string {
+	self := conn.PgConn().PID()
+	done, cancel := context.WithCancel(context.Background())
+	cancel() // a done context takes only what pgx has buffered
+	var payloads []string
 	for {
 		n, err := conn.WaitForNotification(done)
-		if err != nil {
-			return payloads, true, nil
+		if err != nil || n == nil {
+			return payloads
 		}
 		if n.PID != self {
 			payloads = append(payloads, n.Payload)
