@@ -161,7 +161,9 @@ func (n *Node) Start(ctx context.Context) error {
 	}
 	runCtx, cancel := context.WithCancel(ctx)
 	n.cancel = cancel
-	n.goRun(runCtx, "stamper", (&stamper.Loop{Pool: n.Pool, Logger: n.logger, Metrics: n.Metrics.Instruments}).Run)
+	// The leading relay stamps as it publishes; the standalone stamper stands aside meanwhile
+	// and numbers events whenever this replica does not lead (or runs no relay).
+	n.goRun(runCtx, "stamper", (&stamper.Loop{Pool: n.Pool, Logger: n.logger, Metrics: n.Metrics.Instruments, Yield: n.Relay.Stamping}).Run)
 	if !n.noRelay {
 		n.goRun(runCtx, "relay", n.Relay.Run)
 	}

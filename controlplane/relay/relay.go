@@ -19,13 +19,17 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
+	"sync/atomic"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/streamseal/streamseal/controlplane/metrics"
+	"github.com/streamseal/streamseal/controlplane/stamper"
 	"github.com/streamseal/streamseal/controlplane/store"
 	"github.com/streamseal/streamseal/controlplane/wire"
 )
@@ -37,17 +41,30 @@ type Relay struct {
 	Logger *slog.Logger
 	// Batch caps the events read and published per round. Default 500.
 	Batch int
-	// PollInterval is the failsafe wake-up without a stamp notification. Default 1s.
+	// PollInterval is the failsafe wake-up without a notification. Default 1s.
 	PollInterval time.Duration
-	// OnPublished, when set, observes each acknowledged batch (its last origin_seq).
+	// StampBatch caps the events the leading relay numbers per round: it stamps what has
+	// committed and reads its page in one statement (streamseal.relay_page), woken by an own
+	// insert's NOTIFY, so a commit reaches the wire without a stamper's transaction and a second
+	// wake-up in between. Default stamper.BatchSizeDefault; negative: the relay does not stamp
+	// and waits for a stamper's NOTIFY.
+	StampBatch int
+	// InFlight caps the batches published and not yet acknowledged and recorded: the next
+	// round does not wait for the last one's acknowledgements. Default 4.
+	InFlight int
+	// OnPublished, when set, observes each acknowledged batch (its last origin_seq), once the
+	// cursor records it.
 	OnPublished func(through int64)
 	Metrics     *metrics.Instruments // nil: not measured
+
+	stamping atomic.Bool
 }
 
 // Defaults of a Relay's tunables, used where a field is left zero.
 const (
 	BatchDefault        = 500         // events read and published per batch
 	PollIntervalDefault = time.Second // failsafe wake-up when no notification arrives
+	InFlightDefault     = 4           // batches published ahead of their acknowledgements
 )
 
 func (r *Relay) defaults() {
@@ -57,10 +74,22 @@ func (r *Relay) defaults() {
 	if r.PollInterval <= 0 {
 		r.PollInterval = PollIntervalDefault
 	}
+	if r.StampBatch == 0 {
+		r.StampBatch = stamper.BatchSizeDefault
+	}
+	if r.InFlight <= 0 {
+		r.InFlight = InFlightDefault
+	}
 	if r.Logger == nil {
 		r.Logger = slog.Default()
 	}
 }
+
+// Stamping reports whether this relay leads, stamps as it publishes, and has caught up with
+// what is numbered; a standalone stamper in the same process stands aside meanwhile
+// (stamper.Loop.Yield), since both would take the same lock for the same rows. A relay that is
+// behind (its last page was full) leaves the stamping to the stamper until it has caught up.
+func (r *Relay) Stamping() bool { return r.stamping.Load() }
 
 // Run relays until ctx ends. A replica that does not hold the leader lock waits for it.
 func (r *Relay) Run(ctx context.Context) error {
@@ -77,7 +106,11 @@ func (r *Relay) Run(ctx context.Context) error {
 }
 
 // lead takes the leader lock on a dedicated connection (held for the connection's life, so a
-// crashed leader's lock frees itself) and relays while it holds it.
+// crashed leader's lock frees itself) and relays while it holds it. One goroutine reads and
+// publishes on that connection; a second one waits for JetStream's acknowledgements in order and
+// records the cursor, so the next round is not held up by the last one's acknowledgements. A
+// failure of either ends both, and the next leader starts again from the cursor: what was
+// published and not recorded is published again (JetStream drops it by message id).
 func (r *Relay) lead(ctx context.Context) error {
 	pooled, err := r.Pool.Acquire(ctx)
 	if err != nil {
@@ -98,27 +131,154 @@ func (r *Relay) lead(ctx context.Context) error {
 			return ctx.Err()
 		}
 	}
-	r.Logger.Info("relay: leading")
+	r.Logger.Info("relay: leading", "stamps", r.StampBatch > 0)
 	if err := store.Listen(ctx, conn, store.ChannelStamped); err != nil {
 		return err
 	}
-	for {
-		if err := r.publishRequeued(ctx); err != nil {
+	if r.StampBatch > 0 {
+		if err := store.Listen(ctx, conn, store.ChannelUnstamped); err != nil {
 			return err
 		}
+		defer r.stamping.Store(false)
+	}
+	leadCtx, stop := context.WithCancelCause(ctx)
+	defer stop(nil)
+	pending := make(chan batch, r.InFlight)
+	confirmed := make(chan error, 1)
+	go func() { confirmed <- r.confirm(leadCtx, stop, pending) }()
+	err = r.relay(leadCtx, conn, pending)
+	close(pending)
+	stop(err)
+	<-confirmed
+	if cause := context.Cause(leadCtx); cause != nil && !errors.Is(cause, context.Canceled) {
+		return cause // the first failure, the confirming side's included
+	}
+	return err
+}
+
+// relay runs rounds until an error: stamp (when it stamps) and read the page above what it has
+// published, publish it without waiting for the acknowledgements, hand it to confirm; when a
+// round finds less than a full page, wait for a notification from another session (an own
+// insert, another stamper's batch, a re-queue) or the failsafe poll. No coalescing delay: events
+// that commit during a round are the next round's batch.
+//
+// Quiet, the relay numbers what commits itself: one statement from commit to publish. Busy (more
+// than one commit arrived while it worked, or its page came back full), it hands the numbering to the
+// node's standalone stamper (Stamping turns false): the stamper's own connection numbers the next
+// batch, with its coalescing, while this one reads and publishes, so under a burst the two
+// overlap as the split loops did (measured: one connection doing both fell behind on a busy
+// machine, where rounds last longer than the time between commits). The first round that ends
+// with nothing received takes the numbering back, stamping before it waits, so no event whose
+// notification the yielding stamper swallowed waits for a poll.
+func (r *Relay) relay(ctx context.Context, conn *pgx.Conn, pending chan<- batch) error {
+	var position *int64 // nil: the cursor
+	stampMax := max(r.StampBatch, 0)
+	busy := false
+	requeue := true
+	for {
+		if requeue {
+			if err := r.publishRequeued(ctx); err != nil {
+				return err
+			}
+		}
+		stamp := stampMax
+		if busy {
+			stamp = 0
+		}
 		for {
-			n, err := r.publishBatch(ctx)
+			page, err := store.RelayPage(ctx, conn, position, r.Batch, stamp)
 			if err != nil {
 				return err
 			}
-			if n < r.Batch {
-				break
+			if page.Stamped > 0 {
+				r.Metrics.Stamped(page.OldestWait)
+			}
+			if n := len(page.Events); n > 0 {
+				b, err := r.publish(page.Events)
+				if err != nil {
+					return err
+				}
+				select {
+				case pending <- b:
+				case <-ctx.Done():
+					return context.Cause(ctx)
+				}
+				last := page.Events[n-1].OriginSeq
+				position = &last
+			}
+			if len(page.Events) == r.Batch {
+				// Behind: read what is numbered before numbering more. A stamp per page would
+				// cost a stamp() call (its lock and its scan for unstamped rows) for every 500
+				// events of a backlog, and a relay that fell behind would fall further behind.
+				busy, stamp = true, 0
+				r.stamping.Store(false)
+				continue
+			}
+			if stamp == 0 || page.Stamped < stamp {
+				break // everything numbered is published (and, stamping, everything committed numbered)
 			}
 		}
-		if _, err := store.WaitNotification(ctx, conn, time.Now().Add(r.PollInterval)); err != nil {
+		received := store.OthersNotificationsReceived(conn)
+		switch {
+		case len(received) > 1 && stampMax > 0:
+			// Commits arrive faster than rounds end: busy, the stamper numbers.
+			busy = true
+			r.stamping.Store(false)
+			requeue = slices.Contains(received, store.PayloadRequeue)
+			continue
+		case len(received) > 0:
+			requeue = slices.Contains(received, store.PayloadRequeue)
+			continue
+		case busy && stampMax > 0:
+			// Quiet again: take the numbering back with a stamping round before waiting.
+			busy = false
+			r.stamping.Store(true)
+			requeue = false
+			continue
+		}
+		r.stamping.Store(stampMax > 0)
+		payloads, woken, err := store.WaitOthersNotifications(ctx, conn, time.Now().Add(r.PollInterval))
+		if err != nil {
+			return err
+		}
+		requeue = !woken || slices.Contains(payloads, store.PayloadRequeue)
+	}
+}
+
+// batch is one published page and what JetStream answers for each of its events.
+type batch struct {
+	events  []store.EventCopy
+	futures []jetstream.PubAckFuture
+	refused []error // a permanent refusal at publish time
+}
+
+// publish hands every event of a page to JetStream without waiting for the acknowledgements.
+func (r *Relay) publish(events []store.EventCopy) (batch, error) {
+	b := batch{events: events, futures: make([]jetstream.PubAckFuture, len(events)), refused: make([]error, len(events))}
+	for i, e := range events {
+		f, err := r.JS.PublishMsgAsync(wire.EventMessage(e))
+		if err != nil {
+			if !Permanent(err) {
+				return b, fmt.Errorf("publish event %s (origin_seq %d): %w", e.EventID, e.OriginSeq, err)
+			}
+			b.refused[i] = err
+			continue
+		}
+		b.futures[i] = f
+	}
+	return b, nil
+}
+
+// confirm confirms the published batches in order until pending closes or one fails; a failure
+// ends the leader's round (stop) too.
+func (r *Relay) confirm(ctx context.Context, stop context.CancelCauseFunc, pending <-chan batch) error {
+	for b := range pending {
+		if err := r.confirmBatch(ctx, b); err != nil {
+			stop(err)
 			return err
 		}
 	}
+	return nil
 }
 
 // Permanent reports whether a publish error will repeat for the same message whatever the
@@ -170,56 +330,44 @@ func (r *Relay) publishRequeued(ctx context.Context) error {
 	return nil
 }
 
-// publishBatch publishes the next events above the cursor and advances the cursor to the last
-// one JetStream acknowledged (or the relay quarantined) in order. It returns how many it read.
-func (r *Relay) publishBatch(ctx context.Context) (int, error) {
-	events, err := store.RelayPending(ctx, r.Pool, r.Batch)
-	if err != nil || len(events) == 0 {
-		return 0, err
-	}
-	futures := make([]jetstream.PubAckFuture, len(events))
-	refused := make([]error, len(events)) // a permanent refusal at publish time
-	for i, e := range events {
-		if futures[i], err = r.JS.PublishMsgAsync(wire.EventMessage(e)); err != nil {
-			if !Permanent(err) {
-				return 0, fmt.Errorf("publish event %s (origin_seq %d): %w", e.EventID, e.OriginSeq, err)
-			}
-			refused[i] = err
-		}
-	}
+// confirmBatch waits for JetStream's acknowledgement of each event of b in order and advances the
+// cursor to the last one acknowledged (or quarantined: a permanent refusal) before the first
+// failure; a transient failure is returned after that, so the cursor only ever records what
+// JetStream acknowledged.
+func (r *Relay) confirmBatch(ctx context.Context, b batch) error {
 	acked := int64(0)
 	var failed error
-	for i, f := range futures {
-		if refused[i] == nil {
+	for i, f := range b.futures {
+		if b.refused[i] == nil {
 			select {
 			case <-f.Ok():
 			case err := <-f.Err():
-				refused[i] = err
+				b.refused[i] = err
 			case <-ctx.Done():
-				return 0, ctx.Err()
+				return context.Cause(ctx)
 			}
 		}
 		if failed != nil {
 			continue
 		}
-		if refused[i] != nil {
-			if !Permanent(refused[i]) {
-				failed = fmt.Errorf("publish event origin_seq %d: %w", events[i].OriginSeq, refused[i])
+		if b.refused[i] != nil {
+			if !Permanent(b.refused[i]) {
+				failed = fmt.Errorf("publish event origin_seq %d: %w", b.events[i].OriginSeq, b.refused[i])
 				continue
 			}
 			// Recorded before the cursor passes it: a crash in between publishes it again.
-			if err := r.quarantine(ctx, events[i], refused[i]); err != nil {
-				return 0, err
+			if err := r.quarantine(ctx, b.events[i], b.refused[i]); err != nil {
+				return err
 			}
 		}
-		acked = events[i].OriginSeq
+		acked = b.events[i].OriginSeq
 	}
 	if acked > 0 {
 		// The cursor's update also reads the acknowledged event's age: the relay lag, in the
 		// database's clock, at work already done.
 		age, held, err := store.RelayCursorAdvance(ctx, r.Pool, acked)
 		if err != nil {
-			return 0, err
+			return err
 		}
 		if held {
 			r.Metrics.Relayed(age)
@@ -228,10 +376,7 @@ func (r *Relay) publishBatch(ctx context.Context) (int, error) {
 			r.OnPublished(acked)
 		}
 	}
-	if failed != nil {
-		return 0, failed
-	}
-	return len(events), nil
+	return failed
 }
 
 func sleep(ctx context.Context, d time.Duration) {

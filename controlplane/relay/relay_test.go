@@ -53,12 +53,16 @@ func TestRelay(t *testing.T) {
 	t.Run("Defaults", func(t *testing.T) {
 		t.Parallel()
 		// The relay's tunables as its doc comment states them: batches of 500 events, a failsafe
-		// wake-up every second without a stamp notification.
+		// wake-up every second without a notification.
 		if relay.BatchDefault != 500 {
 			t.Errorf("BatchDefault = %d, want 500", relay.BatchDefault)
 		}
 		if relay.PollIntervalDefault != time.Second {
 			t.Errorf("PollIntervalDefault = %s, want 1s", relay.PollIntervalDefault)
+		}
+		// Four batches published ahead of their acknowledgements.
+		if relay.InFlightDefault != 4 {
+			t.Errorf("InFlightDefault = %d, want 4", relay.InFlightDefault)
 		}
 
 		// A zero-valued Relay publishes in batches of BatchDefault: with 1100 stamped events
@@ -118,12 +122,14 @@ func TestRelay(t *testing.T) {
 		}
 	})
 
-	// Invariant 7: an unstamped event has no place in the order yet and is not relayed; the
-	// stamper's NOTIFY wakes the relay (its failsafe poll is an hour, so nothing else can).
+	// Invariant 7: a relay that does not stamp (StampBatch < 0) leaves an unstamped event alone,
+	// it has no place in the order yet; the stamper's NOTIFY wakes the relay (its failsafe poll
+	// is an hour, so nothing else can).
 	t.Run("PublishesOnlyStampedEventsAndWakesOnTheStamp", func(t *testing.T) {
 		t.Parallel()
 		r, b := setup(t)
 		r.PollInterval = time.Hour
+		r.StampBatch = -1
 		appendStamped(t, b.pool, "s", 3)
 		appendEvents(t, b.pool, "late", 1, 2) // committed, not yet stamped
 		testrun.Go(t, "relay", r.Run)
@@ -138,6 +144,81 @@ func TestRelay(t *testing.T) {
 		b.published.await(t, 5)
 		if n := b.nats.Count(t, wire.EventsStream, ownSubjects); n != 5 {
 			t.Fatalf("the stream holds %d events after the stamp, want 5", n)
+		}
+	})
+
+	// Invariants 7 and 1, the leading relay's one round: woken by an own insert's NOTIFY (no
+	// stamper runs, the failsafe poll is an hour), it numbers what has committed as stamp() does
+	// and publishes it in origin_seq order; an insert made while it waits is the next round.
+	t.Run("StampsWhatCommittedAndPublishesIt", func(t *testing.T) {
+		t.Parallel()
+		r, b := setup(t)
+		r.PollInterval = time.Hour
+		recorded := b.nats.Record(t, wire.EventsStream, ownSubjects)
+		appendEvents(t, b.pool, "s", 0, 3)
+		testrun.Go(t, "relay", r.Run)
+		b.published.await(t, 3)
+		appendEvents(t, b.pool, "s", 3, 2)
+		b.published.await(t, 5)
+
+		want := ownLane(t, b.pool)
+		msgs := recorded.AwaitCount(t, "5 events on the wire", 5)
+		for i, m := range msgs {
+			e, err := wire.DecodeEvent(m.Header, m.Data)
+			if err != nil {
+				t.Fatalf("message %d does not decode: %v", i, err)
+			}
+			if e.OriginSeq != int64(i+1) || e.EventID != want[i].EventID || e.TypeSeq != want[i].TypeSeq {
+				t.Fatalf("message %d is origin_seq %d (%s, type_seq %d), want the store's %d (%s, type_seq %d)",
+					i, e.OriginSeq, e.EventID, e.TypeSeq, i+1, want[i].EventID, want[i].TypeSeq)
+			}
+		}
+		var last int64
+		if err := b.pool.QueryRow(ctx, "select last_origin_seq from streamseal.stamp_state").Scan(&last); err != nil {
+			t.Fatal(err)
+		}
+		if last != 5 || len(want) != 5 {
+			t.Fatalf("stamp_state at %d with %d stamped own events, want 5 and 5", last, len(want))
+		}
+	})
+
+	// Invariant 1: numbers reach the wire only once their stamp has committed. A stamp that fails
+	// at commit (here a deferred trigger refuses it) publishes nothing: JetStream would otherwise
+	// hold "orders:1" for an event that never had that number, and drop the real one as a
+	// duplicate. Once commits succeed, everything goes out in order.
+	t.Run("PublishesNothingOfAStampThatDidNotCommit", func(t *testing.T) {
+		t.Parallel()
+		r, b := setup(t)
+		restarts := make(chan struct{}, 16)
+		r.Logger = slog.New(onMessage{Handler: r.Logger.Handler(), message: "relay: restarting", seen: restarts})
+		r.PollInterval = 20 * time.Millisecond
+		if _, err := b.pool.Exec(ctx, `
+			create function public.refuse_at_commit() returns trigger language plpgsql as
+			$$ begin raise exception 'stamp refused at commit'; end $$;
+			create constraint trigger refuse_stamp after update on streamseal.events
+			deferrable initially deferred for each row execute function public.refuse_at_commit()`); err != nil {
+			t.Fatal(err)
+		}
+		appendEvents(t, b.pool, "s", 0, 3)
+		testrun.Go(t, "relay", r.Run)
+
+		testrun.Receive(t, "the relay's stamp failing at commit", restarts)
+		testrun.Receive(t, "the relay failing again after a retry", restarts)
+		if n := b.nats.Count(t, wire.EventsStream, ownSubjects); n != 0 {
+			t.Fatalf("the stream holds %d events of a stamp that never committed", n)
+		}
+
+		if _, err := b.pool.Exec(ctx, "drop trigger refuse_stamp on streamseal.events"); err != nil {
+			t.Fatal(err)
+		}
+		b.published.await(t, 3)
+		want := ownLane(t, b.pool)
+		msgs := b.nats.Record(t, wire.EventsStream, ownSubjects).AwaitCount(t, "the 3 events", 3)
+		for i, m := range msgs {
+			if m.Header.Get(nats.MsgIdHdr) != "orders:"+strconv.Itoa(i+1) || m.Header.Get("Streamseal-Event-Id") != want[i].EventID.String() {
+				t.Fatalf("message %d carries %s / %s, want orders:%d / %s", i, m.Header.Get(nats.MsgIdHdr),
+					m.Header.Get("Streamseal-Event-Id"), i+1, want[i].EventID)
+			}
 		}
 	})
 

@@ -34,7 +34,11 @@ type Loop struct {
 	// small transactions is numbered in a few large batches instead of one call per commit
 	// (each stamp() call has a fixed cost: lock, state, trigger). Default 5ms; negative = none.
 	Coalesce time.Duration
-	Logger   *slog.Logger
+	// Yield, when set and true, makes the loop stand aside: it still takes its wake-ups (so its
+	// notifications never pile up) but leaves the stamping to another loop of this process, the
+	// leading relay, which stamps as it publishes (relay.Relay.Stamping). Asked at every wake-up.
+	Yield  func() bool
+	Logger *slog.Logger
 	// OnStamp, when set, observes every call that numbered events (metrics, demo output).
 	OnStamp func(store.StampResult)
 	Metrics *metrics.Instruments // nil: not measured
@@ -98,14 +102,16 @@ func (l *Loop) listenAndStamp(ctx context.Context) error {
 	}
 	for {
 		// Listening before draining means an insert committed during the drain still wakes us.
-		if err := l.Drain(ctx); err != nil {
-			return err
+		if l.Yield == nil || !l.Yield() {
+			if err := l.Drain(ctx); err != nil {
+				return err
+			}
 		}
 		woken, err := store.WaitNotification(ctx, conn, time.Now().Add(l.PollInterval))
 		if err != nil {
 			return err
 		}
-		if woken && l.Coalesce > 0 {
+		if woken && l.Coalesce > 0 && (l.Yield == nil || !l.Yield()) {
 			// Let more commits arrive and swallow their notifications, then drain once for all.
 			if _, err := store.AbsorbNotifications(ctx, conn, time.Now().Add(l.Coalesce)); err != nil {
 				return err

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -280,4 +281,78 @@ func waitFor(t *testing.T, what string, witness func() bool) {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
+}
+
+// Invariant 7, one numbering at a time: while this process's relay leads and stamps as it
+// publishes, the standalone stamper stands aside (Yield) yet takes its wake-ups, and once the
+// relay stops it numbers what is waiting. Witnesses: the loop asks Yield at every wake-up, so
+// by its third question it has finished whatever it did after the second (when two appends
+// were waiting), and the stamp's own NOTIFY once it no longer yields.
+func TestLoop_StandsAsideWhileTheRelayStamps(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithCancel(context.Background())
+	b := setup(t, "loop-yield")
+
+	listener, err := b.pool.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer listener.Release()
+	if _, err := listener.Exec(ctx, "listen streamseal_stamped"); err != nil {
+		t.Fatal(err)
+	}
+
+	asked := make(chan struct{})
+	var yielding atomic.Bool
+	yielding.Store(true)
+	loop := &stamper.Loop{Pool: b.pool, PollInterval: time.Hour, Coalesce: -1, Yield: func() bool {
+		y := yielding.Load()
+		if y {
+			asked <- struct{}{}
+		}
+		return y
+	}}
+	loopDone := make(chan error, 1)
+	go func() { loopDone <- loop.Run(ctx) }()
+	defer func() {
+		cancel()
+		if err := <-loopDone; err != nil {
+			t.Errorf("loop returned %v on cancellation, want nil", err)
+		}
+	}()
+	receive := func(what string) {
+		t.Helper()
+		select {
+		case <-asked:
+		case <-time.After(failsafe):
+			t.Fatalf("gave up waiting for %s", what)
+		}
+	}
+
+	receive("the loop's first question, at start")
+	first, second := event("s", 1), event("s", 2)
+	appendEvents(t, b.pool, first)
+	receive("the question after the first append's wake-up")
+	appendEvents(t, b.pool, second)
+	receive("the question after the second append's wake-up")
+	var unstamped int
+	if err := b.pool.QueryRow(ctx, "select count(*) from streamseal.events where origin_seq is null").Scan(&unstamped); err != nil {
+		t.Fatal(err)
+	}
+	if unstamped != 2 {
+		t.Fatalf("%d of 2 appends unstamped while the loop yields: it stamped beside the relay", unstamped)
+	}
+
+	yielding.Store(false)
+	appendEvents(t, b.pool, event("s", 3))
+	waitCtx, stop := context.WithTimeout(ctx, failsafe)
+	n, err := listener.Conn().WaitForNotification(waitCtx)
+	stop()
+	if err != nil {
+		t.Fatalf("no streamseal_stamped notification once the loop stopped yielding: %v", err)
+	}
+	if n.Payload != "3" {
+		t.Fatalf("stamped notification says %q, want 3 (everything waiting numbered)", n.Payload)
+	}
+	requireDenseLane(t, b.pool, 3)
 }

@@ -56,3 +56,50 @@ func AbsorbNotifications(ctx context.Context, conn *pgx.Conn, deadline time.Time
 		seen++
 	}
 }
+
+// PayloadRequeue is the ChannelStamped payload of quarantine_requeue: re-queued events wait.
+const PayloadRequeue = "requeue"
+
+// WaitOthersNotifications is WaitNotification that passes over the notifications conn's own
+// session sent (a relay that stamps hears its own stamp's NOTIFY: nothing new for it). Once
+// another session's notification arrives it returns that one's payload with those of every other
+// notification already received (a burst of commits is one wake-up).
+func WaitOthersNotifications(ctx context.Context, conn *pgx.Conn, deadline time.Time) (payloads []string, woken bool, err error) {
+	self := conn.PgConn().PID()
+	waitCtx, cancel := context.WithDeadline(ctx, deadline)
+	defer cancel()
+	for {
+		n, err := conn.WaitForNotification(waitCtx)
+		switch {
+		case ctx.Err() != nil:
+			return nil, false, ctx.Err()
+		case err == nil && n.PID == self:
+			continue
+		case err == nil:
+			return append([]string{n.Payload}, OthersNotificationsReceived(conn)...), true, nil
+		case errors.Is(err, context.DeadlineExceeded):
+			return nil, false, nil
+		default:
+			return nil, false, fmt.Errorf("wait for notification: %w", err)
+		}
+	}
+}
+
+// OthersNotificationsReceived takes, without waiting, the notifications conn has already
+// received from other sessions (while it ran its last statements) and returns their payloads:
+// none means nothing committed while conn was busy.
+func OthersNotificationsReceived(conn *pgx.Conn) []string {
+	self := conn.PgConn().PID()
+	done, cancel := context.WithCancel(context.Background())
+	cancel() // a done context takes only what pgx has buffered
+	var payloads []string
+	for {
+		n, err := conn.WaitForNotification(done)
+		if err != nil || n == nil {
+			return payloads
+		}
+		if n.PID != self {
+			payloads = append(payloads, n.Payload)
+		}
+	}
+}

@@ -61,3 +61,39 @@ func RelayCursorAdvance(ctx context.Context, db Querier, acked int64) (age time.
 	}
 	return time.Duration(*seconds * float64(time.Second)), true, nil
 }
+
+// RelayPageResult is one relay_page round: what its stamp numbered and the page read after it.
+type RelayPageResult struct {
+	Stamped    int           // events this call numbered (0 when it did not stamp)
+	OldestWait time.Duration // how long the oldest of them waited to be numbered (the stamper lag)
+	Events     []EventCopy   // stamped own events above the position, in origin_seq order
+}
+
+// RelayPage stamps up to stampMax committed own events (none when stampMax is 0) and reads up to
+// max stamped own events above after (the relay cursor when after is nil), in origin_seq order,
+// in one statement (streamseal.relay_page). The statement's implicit transaction has committed
+// when RelayPage returns without error, so what it returns may be published.
+func RelayPage(ctx context.Context, db Querier, after *int64, max, stampMax int) (RelayPageResult, error) {
+	var out RelayPageResult
+	rows, err := db.Query(ctx, `
+		select e.stamped, e.oldest_wait_seconds, `+eventCopySQL+`
+		from streamseal.relay_page($1, $2, $3) e`, after, max, stampMax)
+	if err != nil {
+		return out, classify("stamp and read events to relay", err)
+	}
+	var wait *float64
+	out.Events, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (EventCopy, error) {
+		var e EventCopy
+		err := row.Scan(&out.Stamped, &wait, &e.EventID, &e.Origin, &e.OriginSeq, &e.TypeSeq, &e.Tenant, &e.StreamID,
+			&e.StreamVersion, &e.EventType, &e.Flags, &e.Payload, &e.Metadata, &e.OccurredAt)
+		return e, err
+	})
+	if err != nil {
+		// CollectRows reads to the end of the result: an error raised at commit lands here too.
+		return RelayPageResult{}, classify("stamp and read events to relay", err)
+	}
+	if wait != nil {
+		out.OldestWait = time.Duration(*wait * float64(time.Second))
+	}
+	return out, nil
+}

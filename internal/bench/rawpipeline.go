@@ -8,6 +8,7 @@ import (
 	"io"
 	"slices"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -387,4 +388,172 @@ func (p *RawPipeline) publishCommitted(ctx context.Context, subject string, comm
 		}
 	}
 	return failed
+}
+
+// rawOutboxChannel is the NOTIFY channel the raw outbox relay's appends signal.
+const rawOutboxChannel = "streamseal_bench_raw"
+
+// rawOutboxInsert commits one tick's events into the origin's plain table and notifies the
+// outbox relay, in one statement (streamseal's append notifies its relay through a trigger).
+const rawOutboxInsert = `
+	with ins as (
+		insert into ` + BaselineTable + ` (event_id, origin, tenant, stream_id, stream_version, event_type, flags, payload)
+		select id::uuid, $2, 'acme', 'lag-' || id, 1, 'bench.a', 0, '{"lag":true}'::bytea from unnest($1::text[]) id
+		returning 1)
+	select pg_notify('` + rawOutboxChannel + `', count(*)::text) from ins`
+
+// rawOutboxSelect reads the next committed rows after a position (local_id: one appender
+// commits in insertion order, so it is commit order here; a relay beside concurrent writers
+// would need what streamseal's stamper does).
+const rawOutboxSelect = `
+	select local_id, event_id, origin, origin_seq, type_seq, tenant, stream_id, stream_version, event_type, flags,
+	       payload, metadata::text, occurred_at
+	from ` + BaselineTable + ` where local_id > $1 order by local_id limit $2`
+
+// OutboxRelay is the relay-lag phase's outbox baseline: the same appends as Relay, but the
+// publisher learns of each commit from the database, as any relay outside the writer's process
+// must: it LISTENs on its own connection, and on each notification selects the committed rows
+// after its position (pages of the raw batch), publishes them as plain messages, one a row, and
+// waits for their acks; no coalescing delay. It returns, per event, the time from its append's
+// commit returning to its message's ack, sorted.
+func (p *RawPipeline) OutboxRelay(ctx context.Context, out io.Writer, lane string, opts RepairOptions) ([]time.Duration, error) {
+	if err := createBaselineTable(ctx, p.Origin); err != nil {
+		return nil, err
+	}
+	if err := ensureRawStream(ctx, p.OriginJS); err != nil {
+		return nil, err
+	}
+	pooled, err := p.Origin.Acquire(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("raw outbox relay: connect: %w", err)
+	}
+	conn := pooled.Hijack()
+	defer conn.Close(context.WithoutCancel(ctx))
+	if _, err := conn.Exec(ctx, "listen "+rawOutboxChannel); err != nil {
+		return nil, fmt.Errorf("raw outbox relay: listen: %w", err)
+	}
+	subject := rawSubjectPrefix + "outbox." + uuid.NewString()
+	var mu sync.Mutex
+	committedAt := map[uuid.UUID]time.Time{}
+	ackedAt := map[uuid.UUID]time.Time{}
+	relayCtx, stopRelay := context.WithCancel(ctx)
+	defer stopRelay()
+	appended := make(chan int, 1) // the rows appended, once the appender is done
+	relayed := make(chan error, 1)
+	go func() { relayed <- p.outboxPublish(relayCtx, conn, subject, appended, &mu, ackedAt) }()
+	total := 0
+	_, err = steadyAppend(ctx, out, "raw outbox relay", opts, func(ctx context.Context, ids []string) error {
+		if _, err := p.Origin.Exec(ctx, rawOutboxInsert, ids, lane); err != nil {
+			return fmt.Errorf("raw outbox relay: append: %w", err)
+		}
+		at := time.Now()
+		mu.Lock()
+		for _, id := range ids {
+			committedAt[uuid.MustParse(id)] = at
+		}
+		mu.Unlock()
+		total += len(ids)
+		return nil
+	})
+	if err != nil {
+		stopRelay()
+		<-relayed
+		return nil, err
+	}
+	appended <- total
+	if err := <-relayed; err != nil {
+		return nil, err
+	}
+	lags := make([]time.Duration, 0, len(committedAt))
+	for id, at := range committedAt {
+		acked, ok := ackedAt[id]
+		if !ok {
+			return nil, fmt.Errorf("raw outbox relay: event %s committed and never acknowledged", id)
+		}
+		lags = append(lags, acked.Sub(at))
+	}
+	slices.Sort(lags)
+	return lags, nil
+}
+
+// outboxPublish is the outbox relay's loop: select after its position, publish, wait for the
+// acks, record their times; wait for a notification when a page comes back short. It returns
+// once it has acknowledged as many rows as appended says were committed.
+func (p *RawPipeline) outboxPublish(ctx context.Context, conn *pgx.Conn, subject string, appended <-chan int, mu *sync.Mutex, ackedAt map[uuid.UUID]time.Time) error {
+	position, done, want := int64(0), 0, -1
+	for {
+		for {
+			rows, err := conn.Query(ctx, rawOutboxSelect, position, p.batch())
+			if err != nil {
+				return fmt.Errorf("raw outbox relay: select: %w", err)
+			}
+			var page []rawRow
+			for rows.Next() {
+				var row rawRow
+				var metadata *string
+				if err := rows.Scan(&position, &row.EventID, &row.Origin, &row.OriginSeq, &row.TypeSeq, &row.Tenant, &row.StreamID,
+					&row.StreamVersion, &row.EventType, &row.Flags, &row.Payload, &metadata, &row.OccurredAt); err != nil {
+					rows.Close()
+					return fmt.Errorf("raw outbox relay: select: %w", err)
+				}
+				if metadata != nil {
+					row.Metadata = json.RawMessage(*metadata)
+				}
+				page = append(page, row)
+			}
+			if err := rows.Err(); err != nil {
+				return fmt.Errorf("raw outbox relay: select: %w", err)
+			}
+			futures := make([]jetstream.PubAckFuture, 0, len(page))
+			for _, row := range page {
+				data, err := json.Marshal(row)
+				if err != nil {
+					return err
+				}
+				f, err := p.OriginJS.PublishAsync(subject, data)
+				if err != nil {
+					return fmt.Errorf("raw outbox relay: publish: %w", err)
+				}
+				futures = append(futures, f)
+			}
+			for _, f := range futures {
+				select {
+				case <-f.Ok():
+				case err := <-f.Err():
+					return fmt.Errorf("raw outbox relay: publish: %w", err)
+				case <-ctx.Done():
+					return ctx.Err()
+				}
+			}
+			acked := time.Now()
+			mu.Lock()
+			for _, row := range page {
+				ackedAt[row.EventID] = acked
+			}
+			mu.Unlock()
+			done += len(page)
+			if len(page) < p.batch() {
+				break
+			}
+		}
+		if want < 0 {
+			select {
+			case want = <-appended:
+			default:
+			}
+		}
+		if want >= 0 && done >= want {
+			return nil
+		}
+		// The failsafe poll also notices the appender's end.
+		waitCtx, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+		_, err := conn.WaitForNotification(waitCtx)
+		cancel()
+		if err != nil && ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if err != nil && !errors.Is(err, context.DeadlineExceeded) {
+			return fmt.Errorf("raw outbox relay: wait: %w", err)
+		}
+	}
 }

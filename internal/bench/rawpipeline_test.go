@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"slices"
 	"testing"
 	"time"
@@ -101,19 +102,35 @@ func TestRawPipeline_CopyMovesExactlyTheWindowsRows(t *testing.T) {
 	}
 }
 
-// Issue 20: the raw relay relay_p99_ratio divides by publishes every row it commits, once, as a
-// plain message (the same rows: event ids match the origin's plain table), and measures one lag
-// for each.
+// Issue 20: the raw relays relay_p99_ratio divides by (the outbox relay, which learns of commits
+// from the database, and the in-process one) publish every row they commit, once, as a plain
+// message (the same rows: event ids match the origin's plain table), and measure one lag for each.
 func TestRawPipeline_RelayPublishesEveryCommittedRowOnce(t *testing.T) {
 	t.Parallel()
+	for name, relay := range map[string]func(*bench.RawPipeline) func(context.Context, io.Writer, string, bench.RepairOptions) ([]time.Duration, error){
+		"Outbox": func(p *bench.RawPipeline) func(context.Context, io.Writer, string, bench.RepairOptions) ([]time.Duration, error) {
+			return p.OutboxRelay
+		},
+		"InProcess": func(p *bench.RawPipeline) func(context.Context, io.Writer, string, bench.RepairOptions) ([]time.Duration, error) {
+			return p.Relay
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			testRawRelayPublishesEveryCommittedRowOnce(t, relay)
+		})
+	}
+}
+
+func testRawRelayPublishesEveryCommittedRowOnce(t *testing.T, relay func(*bench.RawPipeline) func(context.Context, io.Writer, string, bench.RepairOptions) ([]time.Duration, error)) {
 	ctx, cancel := context.WithTimeout(context.Background(), testrun.Failsafe)
 	defer cancel()
 	origin := dbtest.NewPool(t, "orders")
 	server := natstest.Start(t)
 	_, js := server.Connect(t, "bench")
-	p := bench.RawPipeline{Origin: origin, OriginJS: js}
+	p := &bench.RawPipeline{Origin: origin, OriginJS: js}
 	var out bytes.Buffer
-	lags, err := p.Relay(ctx, &out, "orders", bench.RepairOptions{RelayRate: 1000, RelayFor: 200 * time.Millisecond})
+	lags, err := relay(p)(ctx, &out, "orders", bench.RepairOptions{RelayRate: 1000, RelayFor: 200 * time.Millisecond})
 	t.Log(out.String())
 	if err != nil {
 		t.Fatal(err)

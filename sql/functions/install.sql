@@ -22,6 +22,7 @@
 {{ template "inbox_rejects.sql" . }}
 {{ template "stamp.sql" . }}
 {{ template "quarantine.sql" . }}
+{{ template "relay.sql" . }}
 {{ template "close_stream.sql" . }}
 {{ template "reap_ephemeral.sql" . }}
 {{ template "verify_digests.sql" . }}
