@@ -25,16 +25,29 @@ type RedeliveryRequest struct {
 	// After continues a selection strictly after this (stream, version): the rest of a truncated
 	// answer, asked for with the answer's ResumeAfter.
 	After *Position `json:"after,omitempty"`
+	// Copies (a backfill's requests) welcomes forwarded copies: a service that holds copies of
+	// other origins' events of the types, and whose operator lets it serve them, answers with
+	// those too after its own lane. State-only requests only.
+	Copies bool `json:"copies,omitempty"`
+	// AtMostOnceTypes (a backfill's per-type opt-in) are the types whose at-most-once
+	// occurrences a state-only request asks for too; every other type's are never selected.
+	AtMostOnceTypes []string `json:"at_most_once_types,omitempty"`
 }
 
-// Position is one event's place in a redelivery selection's order (stream id, then version).
+// Position is one event's place in a redelivery selection's order: the lane (empty: the
+// answering origin's own lane, which comes first; else the origin of forwarded copies, in name
+// order), then stream id, then version.
 type Position struct {
+	Lane    string `json:"lane,omitempty"`
 	Stream  string `json:"stream"`
 	Version int64  `json:"version"`
 }
 
 // Less orders positions as the selection does.
 func (p Position) Less(q Position) bool {
+	if p.Lane != q.Lane {
+		return p.Lane < q.Lane
+	}
 	return p.Stream < q.Stream || (p.Stream == q.Stream && p.Version < q.Version)
 }
 
@@ -79,6 +92,10 @@ type RedeliverySummary struct {
 	Bundles   int    `json:"bundles"`
 	Truncated bool   `json:"truncated,omitempty"` // the origin's cap stopped it; ask again for the rest
 	// ResumeAfter is the last event shipped when Truncated: the rest starts strictly after it.
-	ResumeAfter *Position    `json:"resume_after,omitempty"`
-	Unservable  []Unservable `json:"unservable,omitempty"`
+	ResumeAfter *Position `json:"resume_after,omitempty"`
+	// Total, in the answer to a request that starts a selection (no After), is how many events
+	// the whole answer (this request and the follow-ups of its truncation) is expected to ship:
+	// progress is Shipped over it. An estimate from the origin's counters; 0: not stated.
+	Total      int64        `json:"total,omitempty"`
+	Unservable []Unservable `json:"unservable,omitempty"`
 }

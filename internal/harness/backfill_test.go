@@ -515,3 +515,75 @@ func TestBackfill_ALossAfterBirthIsRepairedPlainWhileTheBackfillIsOutstanding_In
 		t.Fatalf("%d ledger rows; the history before birth is pending_backfill, never a deficit", deficits)
 	}
 }
+
+// Invariants 1 and 2 and issue 18: two origins emit order.paid; ledger, a third service, has
+// consumed it from both all along (it holds forwarded copies) and, with --backfill-serve-copies
+// on, answers billing's broadcast too, with those copies (30 a request, so its answer is
+// truncated and followed across both lanes). Extra sources converge by event id: billing stores
+// each origin's history exactly once, byte-equal, and the type completes.
+func TestBackfill_AThirdServiceHoldingForwardedCopiesAnswersTooAndSourcesConverge_Invariant2(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	settings := fast(config.AutoRepairCapped, 10)
+	grants := map[string][]string{"billing": eventTypes, "ledger": eventTypes}
+	serving := settings
+	serving.BackfillServeCopies = config.BackfillOn
+	orders := start(t, h, "orders", harness.Options{Settings: settings, Grants: grants}, nil)
+	stock := start(t, h, "stock", harness.Options{Settings: settings, Grants: grants}, nil)
+	ledger := start(t, h, "ledger", harness.Options{Settings: serving, Consumes: eventTypes[1:2],
+		Grants: map[string][]string{"billing": eventTypes}, Limits: redelivery.Limits{MaxEventsPerRequest: 30}}, nil)
+	billing := start(t, h, "billing", harness.Options{Settings: settings, Consumes: eventTypes[:1]}, quickBackfill)
+	services := []*harness.Service{orders, stock, ledger, billing}
+	appendStreams(t, orders, 300, 6, "order")
+	appendStreams(t, stock, 200, 4, "stock")
+	ctx := context.Background()
+	waitFor(t, "both relays published everything", services, func() bool {
+		var a, b int64
+		_ = orders.Pool.QueryRow(ctx, "select published_through from streamseal.relay_state").Scan(&a)
+		_ = stock.Pool.QueryRow(ctx, "select published_through from streamseal.relay_state").Scan(&b)
+		return a == 300 && b == 200
+	})
+	wantOrders := rowsOfType(t, orders.Pool, "orders", eventTypes[1])
+	wantStock := rowsOfType(t, stock.Pool, "stock", eventTypes[1])
+	waitFor(t, "ledger holds every order.paid of both origins, and billing knows both", services, func() bool {
+		var known int
+		_ = billing.Pool.QueryRow(ctx, "select count(*) from streamseal.known_origins").Scan(&known)
+		return known >= 2 && len(rowsOfType(t, ledger.Pool, "orders", eventTypes[1])) == len(wantOrders) &&
+			len(rowsOfType(t, ledger.Pool, "stock", eventTypes[1])) == len(wantStock)
+	})
+	stream, err := orders.JS.Stream(ctx, wire.EventsStream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := stream.Purge(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := store.SubscriptionsAdd(ctx, billing.Pool, "", eventTypes[1:2], store.AllTenants()); err != nil {
+		t.Fatal(err)
+	}
+	forwarded := int64(len(wantOrders) + len(wantStock))
+	waitFor(t, "order.paid complete, and ledger's answer done", services, func() bool {
+		var ledgerShipped int64
+		_ = billing.Pool.QueryRow(ctx, "select shipped from streamseal.broadcast_answers where origin = 'ledger' and done").Scan(&ledgerShipped)
+		return consumedStatus(t, billing, eventTypes[1]) == store.ConsumedComplete && ledgerShipped == forwarded
+	})
+	requireSameRows(t, wantOrders, rowsOfType(t, billing.Pool, "orders", eventTypes[1]))
+	requireSameRows(t, wantStock, rowsOfType(t, billing.Pool, "stock", eventTypes[1]))
+	if n := backfillRequests(t, billing.Pool); n != 1 {
+		t.Fatalf("billing sent %d broadcasts; want 1", n)
+	}
+	if _, _, refused := billing.Repair.Counts(); refused != 0 {
+		t.Fatalf("billing refused %d bundles; want none", refused)
+	}
+	if f := billing.Repair.FollowUps(); f < 3 {
+		t.Fatalf("billing followed %d truncated answers; ledger serves 30 a request of %d copies, so want at least 3", f, forwarded)
+	}
+	var flags int
+	if err := billing.Pool.QueryRow(ctx, "select count(*) from streamseal.events where event_type = $1 and flags & 4 = 0",
+		eventTypes[1]).Scan(&flags); err != nil {
+		t.Fatal(err)
+	}
+	if flags != 0 {
+		t.Fatalf("%d backfilled events are not state-only", flags)
+	}
+}

@@ -13,10 +13,16 @@
 -- A broadcast request (sent_requests origin '_all': a backfill) may be answered by any origin,
 -- each once: its summary closes the request for that origin only (broadcast_answers), and its
 -- items must be of a type the request names and a (tenant, type) this service consumes.
+-- lane, when given and not the sender, says the items are forwarded copies of lane's events (a
+-- third service's answer to a backfill, backfill_answers.sql): they answer a backfill's request
+-- only (its broadcast or a follow-up), never a directed repair (which asked the origin for its
+-- own lane), never as this service's own events, and must be of a (lane, tenant, type) this
+-- service consumes.
 create function streamseal.check_redelivery_answer(request_id uuid, origin text, final boolean,
                                                    tenants text[], event_types text[], stream_ids text[],
                                                    origin_seq_lo bigint[], origin_seq_hi bigint[],
-                                                   type_seq_lo bigint[], type_seq_hi bigint[])
+                                                   type_seq_lo bigint[], type_seq_hi bigint[],
+                                                   lane text default null)
 returns text
 language plpgsql
 volatile
@@ -53,6 +59,13 @@ begin
     -- A backfill's requests (its broadcast and the follow-ups of truncated answers) name no tenant:
     -- they ask for what this service consumes.
     consumed_scope := sent.backfill is not null;
+    -- GUARD: forwarded copies (invariants 11 and 12) answer a backfill only, name a real lane,
+    -- and never claim this service's own events.
+    if check_redelivery_answer.lane is not null and check_redelivery_answer.lane <> check_redelivery_answer.origin
+       and (not consumed_scope or check_redelivery_answer.lane !~ '^[a-z][a-z0-9-]{0,62}$'
+            or check_redelivery_answer.lane = streamseal.service_name()) then
+        return 'out_of_scope';
+    end if;
 
     select exists (
         select
@@ -65,7 +78,8 @@ begin
         where (item.event_type is not null and (
                    not coalesce(sent.request -> 'types' ? item.event_type, false)
                 or (not consumed_scope and not coalesce(sent.request -> 'tenants' ? coalesce(item.tenant, ''), false))
-                or (consumed_scope and not streamseal.subscribed(check_redelivery_answer.origin, coalesce(item.tenant, ''),
+                or (consumed_scope and not streamseal.subscribed(coalesce(check_redelivery_answer.lane, check_redelivery_answer.origin),
+                                                                 coalesce(item.tenant, ''),
                                                             item.event_type))))
            or (item.stream_id is not null and pg_catalog.jsonb_array_length(coalesce(sent.request -> 'streams', '[]')) > 0
                and not sent.request -> 'streams' ? item.stream_id)
