@@ -314,9 +314,13 @@ func unbundle(env wire.Envelope, attachment []byte, forwarded bool) (b wire.Bund
 		if e.Metadata != "" {
 			metadata = []byte(e.Metadata)
 		}
+		stream := b.StreamID
+		if e.Stream != "" {
+			stream = e.Stream // a backfill's bundle packs several streams
+		}
 		copies[i] = store.EventCopy{
 			EventID: e.ID, Origin: b.Origin, OriginSeq: e.OriginSeq, TypeSeq: e.TypeSeq, Tenant: e.Tenant,
-			StreamID: b.StreamID, StreamVersion: e.Version, EventType: e.Type, Flags: flags,
+			StreamID: stream, StreamVersion: e.Version, EventType: e.Type, Flags: flags,
 			Payload: attachment[offset : offset+e.Len : offset+e.Len], Metadata: metadata, OccurredAt: e.OccurredAt,
 		}
 		offset += e.Len

@@ -53,7 +53,10 @@ func (p Position) Less(q Position) bool {
 
 // BundleEvent is one event of a bundle; its payload is the next Len bytes of the attachment.
 type BundleEvent struct {
-	ID         uuid.UUID `json:"id"`
+	ID uuid.UUID `json:"id"`
+	// Stream is the event's stream when it is not the bundle's StreamID: a backfill's
+	// (state-only) bundle packs consecutive streams, each stream's slice in version order.
+	Stream     string    `json:"s,omitempty"`
 	OriginSeq  int64     `json:"os"`
 	TypeSeq    int64     `json:"ts"`
 	Tenant     string    `json:"tn"`
@@ -65,7 +68,10 @@ type BundleEvent struct {
 	OccurredAt time.Time `json:"at"`
 }
 
-// Bundle is one stream's ordered slice of a redelivery, payloads in the attachment.
+// Bundle is one stream's ordered slice of a redelivery (a backfill's: consecutive streams'
+// slices, BundleEvent.Stream naming each event's stream past the first), payloads in the
+// attachment. Origin is the events' lane: the sender's own, or, in a backfill's answer from a
+// service serving forwarded copies, their origin.
 type Bundle struct {
 	RequestID string        `json:"request_id"`
 	Origin    string        `json:"origin"`
