@@ -92,12 +92,13 @@ func BackfillAnswered(ctx context.Context, db Querier, requestID uuid.UUID, orig
 
 // ConsumedType is one row of the registry.
 type ConsumedType struct {
-	EventType, Status string
-	BornAt            time.Time
-	BirthPositions    map[string]int64
-	BackfillRequest   *uuid.UUID
-	RequestedAt       *time.Time
-	CompletedAt       *time.Time
+	EventType       string           `json:"event_type"`
+	Status          string           `json:"status"`
+	BornAt          time.Time        `json:"born_at"`
+	BirthPositions  map[string]int64 `json:"birth_positions"`
+	BackfillRequest *uuid.UUID       `json:"backfill_request"`
+	RequestedAt     *time.Time       `json:"requested_at"`
+	CompletedAt     *time.Time       `json:"completed_at"`
 }
 
 // ConsumedTypes lists the registry by type.
