@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -585,5 +586,73 @@ func TestBackfill_AThirdServiceHoldingForwardedCopiesAnswersTooAndSourcesConverg
 	}
 	if flags != 0 {
 		t.Fatalf("%d backfilled events are not state-only", flags)
+	}
+}
+
+// Invariant 1 at the issue's size (issue 18): orders wrote 50 000 events of order.paid before
+// billing consumes it, and the broker no longer holds them (the events stream purged: a retention
+// shorter than their age). billing subscribes at run time; its backfill (a broadcast, then a
+// follow-up per 10 000-event answer) brings them all, state-only and byte-equal, with no ERROR
+// log, no ledger row, and /readyz ready at every look while it runs (checkpoints run meanwhile).
+func TestBackfill_FiftyThousandEventsOfPurgedHistoryArriveStateOnlyWithReadinessReady_Invariant1(t *testing.T) {
+	t.Parallel()
+	const n = 50_000
+	h, errs := newCountingHarness(t)
+	settings := auditSettings()
+	settings.ReadinessGrace = 0
+	orders := start(t, h, "orders", harness.Options{Settings: settings, Grants: map[string][]string{"billing": eventTypes}}, nil)
+	billing := start(t, h, "billing", harness.Options{Settings: settings, Consumes: eventTypes[:1]}, quickBackfill)
+	services := []*harness.Service{orders, billing}
+	ctx := context.Background()
+	// One statement: 50 000 appends one by one would cost minutes on a busy machine.
+	if _, err := orders.Pool.Exec(ctx, `
+		select streamseal.append(array(
+			select row(gen_random_uuid(), 'acme', 'paid-' || (i % 2000), i / 2000 + 1, $2::text, 0,
+			           convert_to('{"n":' || i || ',"pad":"' || repeat('x', 100 + i % 300) || '"}', 'UTF8'), null, null)::streamseal.new_event
+			from generate_series(0, $1 - 1) i))`, n, eventTypes[1]); err != nil {
+		t.Fatal(err)
+	}
+	publishAllThenForget(t, orders, n, true, services)
+	want := rowsOfType(t, orders.Pool, "orders", eventTypes[1])
+	if len(want) != n {
+		t.Fatalf("orders holds %d events of %s; want %d", len(want), eventTypes[1], n)
+	}
+
+	if err := store.SubscriptionsAdd(ctx, billing.Pool, "", eventTypes[1:2], store.AllTenants()); err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(billing.Metrics.Handler())
+	defer srv.Close()
+	looks, notReady := 0, ""
+	begun := time.Now()
+	waitWithin(t, 5*failsafe, "50 000 events of order.paid backfilled and complete", services, func() bool {
+		if err := billing.Metrics.Refresh(ctx); err != nil {
+			t.Fatal(err)
+		}
+		looks++
+		if code, body := get(t, srv.URL+"/readyz"); code != 200 || strings.Contains(body, "degraded") {
+			notReady = fmt.Sprintf("%d %q", code, body)
+		}
+		return consumedStatus(t, billing, eventTypes[1]) == store.ConsumedComplete
+	})
+	t.Logf("50 000 events backfilled in %s (%d readiness looks)", time.Since(begun).Round(time.Millisecond), looks)
+	if notReady != "" {
+		t.Fatalf("/readyz was %s during the backfill; want ready throughout", notReady)
+	}
+	requireSameRows(t, want, rowsOfType(t, billing.Pool, "orders", eventTypes[1]))
+	var notStateOnly, ledgered int
+	if err := billing.Pool.QueryRow(ctx, "select count(*) from streamseal.events where origin = 'orders' and event_type = $1 and flags & 4 = 0",
+		eventTypes[1]).Scan(&notStateOnly); err != nil {
+		t.Fatal(err)
+	}
+	if err := billing.Pool.QueryRow(ctx, "select count(*) from streamseal.repair_ledger").Scan(&ledgered); err != nil {
+		t.Fatal(err)
+	}
+	if notStateOnly != 0 || ledgered != 0 {
+		t.Fatalf("%d backfilled events are not state-only, %d ledger rows; want none of either", notStateOnly, ledgered)
+	}
+	requireReady(t, billing)
+	if n := errs.Load(); n != 0 {
+		t.Fatalf("%d ERROR-level log records during the backfill; want none", n)
 	}
 }
