@@ -141,10 +141,16 @@ language sql
 stable
 set search_path = pg_catalog, pg_temp
 as $$
-    select coalesce(pg_catalog.sum(d.n), 0)::bigint
-    from streamseal.stream_digests d
-    where d.event_type = any (backfill_total.event_types)
-      and (d.origin = streamseal.service_name()
-           or (backfill_total.copies and d.origin <> backfill_total.requester))
-      and streamseal._granted(backfill_total.requester, d.tenant, d.event_type)
+    select coalesce(pg_catalog.sum(p.n), 0)::bigint
+    from (
+        select d.tenant, d.event_type, pg_catalog.sum(d.n) as n
+        from streamseal.stream_digests d
+        where d.event_type = any (backfill_total.event_types)
+          and (d.origin = streamseal.service_name()
+               or (backfill_total.copies and d.origin <> backfill_total.requester))
+        group by d.tenant, d.event_type
+        -- A fence: the grant is looked up once per (tenant, type), not per stream.
+        offset 0
+    ) p
+    where streamseal._granted(backfill_total.requester, p.tenant, p.event_type)
 $$;

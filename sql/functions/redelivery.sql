@@ -145,6 +145,7 @@ declare
     chunk_rows bigint;
     returned integer := 0;
     found streamseal._redelivery_row[];
+    all_granted boolean := false;
 begin
     -- GUARD: a requester receives only the (tenant, type) pairs it is granted (invariant 11). A
     -- request of a requester that names no tenant asks for its granted tenants, never for every
@@ -309,6 +310,16 @@ begin
     -- every page: 70 ms a page at 100k rows, O(window x pages).)
     walk_stream := select_redelivery.after_stream;
     walk_version := select_redelivery.after_version;
+    -- When every requested (tenant, type) pair is granted (a named-tenant request always is: the
+    -- pump refuses one that is not), the walk checks no grant per row: a backfill's page spent
+    -- 40% of its time in a grant lookup per event. Decided once for up to 1000 pairs; beyond, or
+    -- when a pair is not granted, every row is checked as before (invariant 11).
+    all_granted := select_redelivery.requester is not null
+        and pg_catalog.cardinality(select_redelivery.tenants) * pg_catalog.cardinality(select_redelivery.event_types) <= 1000
+        and not exists (
+            select from pg_catalog.unnest(select_redelivery.tenants) t(tenant)
+            cross join pg_catalog.unnest(select_redelivery.event_types) y(event_type)
+            where not streamseal._granted(select_redelivery.requester, t.tenant, y.event_type));
     -- Start with one page's worth; double while the filters let little through.
     chunk_size := page;
     loop
@@ -323,7 +334,8 @@ begin
               and not (select_redelivery.state_only and c.flags in (1, 5)) -- a backfill ships no ephemeral event
               and c.tenant = any (select_redelivery.tenants)
               and c.event_type = any (select_redelivery.event_types)
-              and (select_redelivery.requester is null or streamseal._granted(select_redelivery.requester, c.tenant, c.event_type))
+              and (select_redelivery.requester is null or all_granted
+                   or streamseal._granted(select_redelivery.requester, c.tenant, c.event_type))
               and (select_redelivery.from_seq is null or c.origin_seq >= select_redelivery.from_seq)
               and (select_redelivery.to_seq is null or c.origin_seq < select_redelivery.to_seq)
               and (select_redelivery.type_seq_ranges is null or select_redelivery.type_seq_ranges @> c.type_seq)
