@@ -656,3 +656,61 @@ func TestBackfill_FiftyThousandEventsOfPurgedHistoryArriveStateOnlyWithReadiness
 		t.Fatalf("%d ERROR-level log records during the backfill; want none", n)
 	}
 }
+
+// Invariants 1 and 6, issue 18: at-most-once occurrences (flagged by the real append path) are
+// backfilled only for a type billing opted in (streamseal.backfill_include_at_most_once, before
+// it subscribes): order.paid's occurrences arrive state-only; order.packed's, not opted in,
+// never do, and its other events do. Ephemeral events are never backfilled.
+func TestBackfill_AtMostOnceOccurrencesOnlyForATypeThatOptedIn_Invariant6(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	orders := start(t, h, "orders", harness.Options{Grants: map[string][]string{"billing": eventTypes}}, nil)
+	billing := start(t, h, "billing", harness.Options{Consumes: eventTypes[:1]}, quickBackfill)
+	services := []*harness.Service{orders, billing}
+	ctx := context.Background()
+	var events []store.NewEvent
+	for i := range 12 {
+		flags := []store.Flags{0, store.AtMostOnce, store.Ephemeral}[i%3]
+		events = append(events, store.NewEvent{EventID: uuid.New(), Tenant: "acme", StreamID: fmt.Sprintf("s%d", i%2),
+			StreamVersion: int64(i/2 + 1), EventType: eventTypes[1+i%2*1], Flags: flags, Payload: []byte(fmt.Sprintf(`{"i":%d}`, i))})
+	}
+	if _, err := store.EventsAppend(ctx, orders.Pool, events); err != nil {
+		t.Fatal(err)
+	}
+	publishAllThenForget(t, orders, 12, false, services)
+	if _, err := store.BackfillIncludeAtMostOnce(ctx, billing.Pool, eventTypes[1:2], true); err != nil {
+		t.Fatal(err)
+	}
+	if err := store.SubscriptionsAdd(ctx, billing.Pool, "", eventTypes[1:3], store.AllTenants()); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "both types backfilled", services, func() bool {
+		return consumedStatus(t, billing, eventTypes[1]) == store.ConsumedComplete && consumedStatus(t, billing, eventTypes[2]) == store.ConsumedComplete
+	})
+	stored := map[uuid.UUID]int{}
+	rows, err := billing.Pool.Query(ctx, "select event_id, flags from streamseal.events where origin = 'orders'")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var id uuid.UUID
+		var flags int
+		if err := rows.Scan(&id, &flags); err != nil {
+			t.Fatal(err)
+		}
+		stored[id] = flags
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range events {
+		flags, held := stored[e.EventID]
+		want := e.Flags == 0 || (e.Flags == store.AtMostOnce && e.EventType == eventTypes[1])
+		if held != want {
+			t.Fatalf("%s (%s, flags %d) stored: %v; want %v", e.EventID, e.EventType, e.Flags, held, want)
+		}
+		if held && flags != int(e.Flags|store.StateOnly) {
+			t.Fatalf("%s stored with flags %d; want %d (state-only)", e.EventID, flags, e.Flags|store.StateOnly)
+		}
+	}
+}
