@@ -22,23 +22,14 @@ func (c *statusCmd) Run(ctx context.Context, o *statusOpts) error {
 	if err := c.openDatabase(ctx, o.DatabaseURL); err != nil {
 		return err
 	}
-	origins, err := status.Read(ctx, c.Pool)
+	// Per origin, and what this service consumes (baseline, or an expansion pending, requested
+	// or complete, with each origin's backfill progress) and whether consumption is complete.
+	report, err := status.ReadReport(ctx, c.Pool)
 	if err != nil {
 		return err
 	}
-	if err := status.Print(c.Out, origins, o.JSON); err != nil || o.JSON {
+	if err := status.PrintReport(c.Out, report, o.JSON); err != nil || o.JSON {
 		return err
-	}
-	// What this service consumes: baseline, or an expansion pending, requested or complete.
-	consumed, err := status.ReadConsumed(ctx, c.Pool)
-	if err != nil {
-		return err
-	}
-	if len(consumed) > 0 {
-		fmt.Fprintln(c.Out)
-		if err := status.PrintConsumed(c.Out, consumed); err != nil {
-			return err
-		}
 	}
 	// Own events the relay could not publish are named here too (invariant 13); the quarantine
 	// command lists them for machines and re-queues them.

@@ -121,7 +121,10 @@ func (l *Loop) Once(ctx context.Context, atStart bool) error {
 	if err != nil || len(due) == 0 {
 		return err
 	}
-	req := wire.RedeliveryRequest{RequestID: id.String(), Types: due, MaxEvents: l.MaxEvents, StateOnly: true}
+	req, err := request(ctx, tx, id, due, l.MaxEvents)
+	if err != nil {
+		return err
+	}
 	if err := redelivery.SendBroadcastRecord(ctx, tx, store.SentRequest{RequestID: id, Origin: store.BroadcastOrigin,
 		Source: store.SourceBackfill}, req); err != nil {
 		return err
@@ -146,7 +149,6 @@ func Request(ctx context.Context, pool *pgxpool.Pool, js jetstream.JetStream, se
 		return uuid.Nil, ErrNothingToBackfill
 	}
 	id := uuid.New()
-	req := wire.RedeliveryRequest{RequestID: id.String(), Types: types, MaxEvents: maxEvents, StateOnly: true}
 	// Recorded (and the types marked requested) in one transaction before the publish: a
 	// request lost on the way is re-asked after ReaskAfter (streamseal.backfill_due).
 	tx, err := pool.Begin(ctx)
@@ -155,6 +157,10 @@ func Request(ctx context.Context, pool *pgxpool.Pool, js jetstream.JetStream, se
 	}
 	defer tx.Rollback(ctx)
 	if err := store.BackfillRequested(ctx, tx, types, id); err != nil {
+		return uuid.Nil, err
+	}
+	req, err := request(ctx, tx, id, types, maxEvents)
+	if err != nil {
 		return uuid.Nil, err
 	}
 	if err := redelivery.SendBroadcastRecord(ctx, tx, store.SentRequest{RequestID: id, Origin: store.BroadcastOrigin,
@@ -169,6 +175,18 @@ func Request(ctx context.Context, pool *pgxpool.Pool, js jetstream.JetStream, se
 	}
 	ins.BackfillRequested()
 	return id, nil
+}
+
+// request is the broadcast state-only request for types' history: forwarded copies welcome
+// (a service holding copies may answer too, when its operator lets it), and the at-most-once
+// occurrences of the types that opted in (streamseal.backfill_include_at_most_once).
+func request(ctx context.Context, db store.Querier, id uuid.UUID, types []string, maxEvents int) (wire.RedeliveryRequest, error) {
+	atMostOnce, err := store.BackfillAtMostOnceTypes(ctx, db, types)
+	if err != nil {
+		return wire.RedeliveryRequest{}, err
+	}
+	return wire.RedeliveryRequest{RequestID: id.String(), Types: types, MaxEvents: maxEvents, StateOnly: true, Copies: true,
+		AtMostOnceTypes: atMostOnce}, nil
 }
 
 // Operator runs `streamseal backfill`: it sends one broadcast state-only request for types on
@@ -210,8 +228,7 @@ func (o *Operator) Run(ctx context.Context, types []string) error {
 				continue
 			}
 			seen[key], seen[key+"?"] = p.Shipped, 1
-			fmt.Fprintf(o.Out, "backfill: %s shipped %d events (%.0f events/s)%s\n", p.Origin, p.Shipped, p.Rate(),
-				map[bool]string{true: ", done", false: ", more to come"}[p.Done])
+			fmt.Fprintln(o.Out, ProgressLine(p))
 		}
 		consumed, err := store.ConsumedTypes(ctx, o.Pool)
 		if err != nil {
@@ -234,4 +251,18 @@ func (o *Operator) Run(ctx context.Context, types []string) error {
 		case <-time.After(poll):
 		}
 	}
+}
+
+// ProgressLine is one origin's progress on a backfill as `streamseal backfill` prints it:
+// events shipped of the total the origin stated (and the percentage), the rate, and done or not.
+func ProgressLine(p store.BackfillOriginProgress) string {
+	of := ""
+	if p.Total != nil {
+		of = fmt.Sprintf(" of %d", *p.Total)
+		if f := p.Fraction(); f >= 0 {
+			of += fmt.Sprintf(" (%.0f%%)", 100*f)
+		}
+	}
+	return fmt.Sprintf("backfill: %s shipped %d events%s (%.0f events/s)%s", p.Origin, p.Shipped, of, p.Rate(),
+		map[bool]string{true: ", done", false: ", more to come"}[p.Done])
 }

@@ -57,6 +57,7 @@ const (
 	EphemeralGraceDefault                     = 24 * time.Hour
 	DestructionHoldLimitDefault               = redelivery.HoldLimitDefault
 	BackfillOnGrowthDefault                   = BackfillOn
+	BackfillServeCopiesDefault                = BackfillOff
 )
 
 // Config holds every tunable of a running control plane.
@@ -89,6 +90,9 @@ type Config struct {
 	EphemeralGrace time.Duration
 	// BackfillOnGrowth is BackfillOn or BackfillOff.
 	BackfillOnGrowth string
+	// BackfillServeCopies (BackfillOn or BackfillOff) lets this service answer other services'
+	// backfills with the copies it holds of other origins' events, under its own grants.
+	BackfillServeCopies string
 }
 
 // Defaults are the proposal's production defaults: each option's default from the table, and

@@ -47,6 +47,7 @@ func TestConfig(t *testing.T) {
 			EventRetention:                     EventRetentionDefault,
 			EphemeralGrace:                     EphemeralGraceDefault,
 			BackfillOnGrowth:                   BackfillOnGrowthDefault,
+			BackfillServeCopies:                BackfillServeCopiesDefault,
 		}
 		if got := Defaults(); got != want {
 			t.Fatalf("Defaults() = %+v\nwant        %+v", got, want)

@@ -62,12 +62,18 @@ func (r *Receiver) Register(control *wire.Control) {
 
 func (r *Receiver) onBundle(ctx context.Context, env wire.Envelope, attachment []byte) error {
 	r.bundles.Add(1)
-	b, copies, err := unbundle(env, attachment)
+	b, copies, err := unbundle(env, attachment, true)
 	if err != nil {
 		r.refused.Add(1)
 		return fmt.Errorf("%w: %v", wire.ErrPermanent, err)
 	}
 	if reason, err := r.checkBundle(ctx, env, b, copies); err != nil || reason != "" {
+		if err == nil && b.Origin != env.From {
+			// Invariant 12: another origin's events answer only a backfill, within its scope.
+			r.refused.Add(1)
+			return fmt.Errorf("%w: bundle sent by %s claims origin %q (%s): copies of another origin answer only a backfill's request, within its scope",
+				wire.ErrPermanent, env.From, b.Origin, reason)
+		}
 		if err == nil {
 			r.drop(reason, env, fmt.Sprintf("bundle of %d events for request %s", len(copies), b.RequestID))
 		}
@@ -90,7 +96,7 @@ func (r *Receiver) onBundle(ctx context.Context, env wire.Envelope, attachment [
 func (r *Receiver) onBundles(ctx context.Context, envs []wire.Envelope, attachments [][]byte) error {
 	var copies []store.EventCopy
 	for i, env := range envs {
-		b, c, err := unbundle(env, attachments[i])
+		b, c, err := unbundle(env, attachments[i], true)
 		if err != nil {
 			return err
 		}
@@ -193,9 +199,24 @@ func (r *Receiver) backfillAnswered(ctx context.Context, origin string, s wire.R
 	if err != nil {
 		return nil
 	}
-	backfill, ok, err := store.BackfillAnswered(ctx, r.Pool, id, origin, int64(s.Shipped), s.Truncated)
+	backfill, ok, err := store.BackfillAnswered(ctx, r.Pool, id, origin, int64(s.Shipped), s.Truncated, s.Total)
 	if err != nil || !ok {
 		return err
+	}
+	progress, err := store.BackfillProgress(ctx, r.Pool)
+	if err != nil {
+		return err
+	}
+	for _, p := range progress {
+		if p.Backfill == backfill && p.Origin == origin {
+			total := int64(-1)
+			if p.Total != nil {
+				total = *p.Total
+			}
+			r.Logger.Info("backfill: progress", "backfill", backfill, "origin", origin, "request", s.RequestID,
+				"shipped", p.Shipped, "total", total, "rate_per_s", int64(p.Rate()), "done", p.Done)
+			return nil
+		}
 	}
 	r.Logger.Info("backfill: progress", "backfill", backfill, "origin", origin, "request", s.RequestID,
 		"shipped", s.Shipped, "done", !s.Truncated)
@@ -215,7 +236,7 @@ func (r *Receiver) checkBundle(ctx context.Context, env wire.Envelope, b wire.Bu
 		items[i] = store.AnswerItem{Tenant: c.Tenant, EventType: &c.EventType, StreamID: &c.StreamID,
 			OriginSeqLo: &c.OriginSeq, TypeSeqLo: &c.TypeSeq}
 	}
-	return store.SentRequestCheckAnswer(ctx, r.Pool, id, env.From, false, items)
+	return store.SentRequestCheckAnswer(ctx, r.Pool, id, env.From, b.Origin, false, items)
 }
 
 // checkSummary asks SQL whether a summary answers an open request this service sent its sender,
@@ -240,7 +261,7 @@ func (r *Receiver) checkSummary(ctx context.Context, env wire.Envelope, s wire.R
 			items = append(items, store.AnswerItem{Tenant: u.Tenant, EventType: eventType, OriginSeqLo: &os[0], OriginSeqHi: &os[1]})
 		}
 	}
-	return store.SentRequestCheckAnswer(ctx, r.Pool, id, env.From, true, items)
+	return store.SentRequestCheckAnswer(ctx, r.Pool, id, env.From, "", true, items)
 }
 
 // drop counts (at the control endpoint's seam, when registered) and logs an answer not acted on.
@@ -255,15 +276,18 @@ func (r *Receiver) drop(reason string, env wire.Envelope, detail string) {
 // Unbundle turns a bundle into copies with their original identity, refusing any bundle whose
 // events and attachment disagree or that carries another origin's events.
 func Unbundle(env wire.Envelope, attachment []byte) ([]store.EventCopy, error) {
-	_, copies, err := unbundle(env, attachment)
+	_, copies, err := unbundle(env, attachment, false)
 	return copies, err
 }
 
-func unbundle(env wire.Envelope, attachment []byte) (b wire.Bundle, _ []store.EventCopy, _ error) {
+// unbundle decodes a bundle; forwarded lets it carry another origin's events (a lane that is a
+// service name), which the Receiver then checks against its request (forwarded copies answer a
+// backfill only).
+func unbundle(env wire.Envelope, attachment []byte, forwarded bool) (b wire.Bundle, _ []store.EventCopy, _ error) {
 	if err := strictJSON(env.Body, &b); err != nil {
 		return b, nil, fmt.Errorf("bundle from %s: %w", env.From, err)
 	}
-	if b.Origin != env.From {
+	if b.Origin != env.From && (!forwarded || !wire.ValidServiceName(b.Origin)) {
 		return b, nil, fmt.Errorf("bundle sent by %s claims origin %q: an origin re-delivers only its own lane", env.From, b.Origin)
 	}
 	if len(b.Events) == 0 {
@@ -290,9 +314,13 @@ func unbundle(env wire.Envelope, attachment []byte) (b wire.Bundle, _ []store.Ev
 		if e.Metadata != "" {
 			metadata = []byte(e.Metadata)
 		}
+		stream := b.StreamID
+		if e.Stream != "" {
+			stream = e.Stream // a backfill's bundle packs several streams
+		}
 		copies[i] = store.EventCopy{
 			EventID: e.ID, Origin: b.Origin, OriginSeq: e.OriginSeq, TypeSeq: e.TypeSeq, Tenant: e.Tenant,
-			StreamID: b.StreamID, StreamVersion: e.Version, EventType: e.Type, Flags: flags,
+			StreamID: stream, StreamVersion: e.Version, EventType: e.Type, Flags: flags,
 			Payload: attachment[offset : offset+e.Len : offset+e.Len], Metadata: metadata, OccurredAt: e.OccurredAt,
 		}
 		offset += e.Len

@@ -63,6 +63,12 @@ type Server struct {
 	Metrics *metrics.Instruments // nil: not measured
 	// OnBuild, when set, observes each build starting ("start") and ending ("end").
 	OnBuild func(requestID, phase string)
+	// ServeCopies answers a backfill's requests (state-only, naming no tenant, welcoming copies)
+	// with the copies this service holds of other origins' events too, after its own lane
+	// (streamseal.select_forwarded_copies, under this service's grants): the proposal's "a
+	// consumer that persisted forwarded copies may answer too". Off by default: every holder
+	// answering every backfill multiplies its wire cost by the number of holders.
+	ServeCopies bool
 
 	wake             chan struct{}
 	seam             *wire.Seam // the control endpoint's, where replayed requests are counted
@@ -294,13 +300,19 @@ func (s *Server) build(ctx context.Context, requester string, req wire.Redeliver
 	summary := wire.RedeliverySummary{RequestID: req.RequestID, Origin: s.Service}
 	b := &bundler{server: s, ctx: ctx, requester: requester, req: req}
 	sel := selection(requester, req)
-	var after store.RedeliveryCursor
-	if req.After != nil {
-		after = store.RedeliveryCursor{AfterStream: &req.After.Stream, AfterVersion: &req.After.Version}
+	copies := s.ServeCopies && req.Copies && req.StateOnly && len(req.Tenants) == 0
+	if req.StateOnly && req.After == nil {
+		// The start of a backfill's answer: say how much the whole answer holds (progress).
+		total, err := store.BackfillTotal(ctx, s.Pool, requester, req.Types, copies)
+		if err != nil {
+			return err
+		}
+		summary.Total = total
 	}
+	after := req.After
 	for summary.Shipped < limit {
 		want := min(s.Limits.PageSize, limit-summary.Shipped)
-		page, err := store.RedeliveryPage(ctx, s.Pool, s.Service, sel, after, want, s.Limits.MaxEventsPerRequest)
+		page, err := s.page(ctx, sel, after, want, copies)
 		if err != nil {
 			return err
 		}
@@ -314,16 +326,19 @@ func (s *Server) build(ctx context.Context, requester string, req wire.Redeliver
 			break // the selection is exhausted
 		}
 		last := page[len(page)-1]
-		after = store.RedeliveryCursor{AfterStream: &last.StreamID, AfterVersion: &last.StreamVersion}
+		after = &wire.Position{Stream: last.StreamID, Version: last.StreamVersion}
+		if last.Origin != s.Service {
+			after.Lane = last.Origin
+		}
 	}
 	if summary.Shipped >= limit {
-		more, err := store.RedeliveryPage(ctx, s.Pool, s.Service, sel, after, 1, s.Limits.MaxEventsPerRequest)
+		more, err := s.page(ctx, sel, after, 1, copies)
 		if err != nil {
 			return err
 		}
 		summary.Truncated = len(more) > 0
-		if summary.Truncated && after.AfterStream != nil {
-			summary.ResumeAfter = &wire.Position{Stream: *after.AfterStream, Version: *after.AfterVersion}
+		if summary.Truncated && after != nil {
+			summary.ResumeAfter = after
 		}
 	}
 	if err := b.flush(); err != nil {
@@ -351,6 +366,31 @@ func (s *Server) build(ctx context.Context, requester string, req wire.Redeliver
 		"took", time.Since(start))
 	s.Metrics.RedeliveryBuilt(time.Since(start))
 	return nil
+}
+
+// page reads the next n events of the selection strictly after after (nil: from the start): the
+// own lane first (Position.Lane empty), then, when copies are served, the forwarded copies of
+// other lanes in (lane, stream, version) order.
+func (s *Server) page(ctx context.Context, sel store.RedeliverySelection, after *wire.Position, n int, copies bool) ([]store.EventCopy, error) {
+	var out []store.EventCopy
+	if after == nil || after.Lane == "" {
+		var cursor store.RedeliveryCursor
+		if after != nil {
+			cursor = store.RedeliveryCursor{AfterStream: &after.Stream, AfterVersion: &after.Version}
+		}
+		own, err := store.RedeliveryPage(ctx, s.Pool, s.Service, sel, cursor, n, s.Limits.MaxEventsPerRequest)
+		if err != nil || len(own) == n || !copies {
+			return own, err
+		}
+		out, after = own, nil
+	}
+	var cursor store.CopiesCursor
+	if after != nil {
+		cursor = store.CopiesCursor{Lane: after.Lane, Stream: &after.Stream, Version: &after.Version}
+	}
+	forwarded, err := store.RedeliveryCopiesPage(ctx, s.Pool, sel.Requester, sel.EventTypes, cursor, n-len(out),
+		s.Limits.MaxEventsPerRequest, sel.AtMostOnceTypes)
+	return append(out, forwarded...), err
 }
 
 // authorize returns a refusal reason, or "" when the requester may receive everything it asks:
@@ -400,7 +440,8 @@ func (s *Server) refuse(requester string, req wire.RedeliveryRequest, reason str
 // pairs requester is granted.
 func selection(requester string, req wire.RedeliveryRequest) store.RedeliverySelection {
 	return store.RedeliverySelection{Tenants: req.Tenants, EventTypes: req.Types, Streams: req.Streams,
-		FromSeq: req.FromSeq, ToSeq: req.ToSeq, TypeSeqRanges: req.TypeSeqRanges, Requester: requester, StateOnly: req.StateOnly}
+		FromSeq: req.FromSeq, ToSeq: req.ToSeq, TypeSeqRanges: req.TypeSeqRanges, Requester: requester, StateOnly: req.StateOnly,
+		AtMostOnceTypes: req.AtMostOnceTypes}
 }
 
 // unservable asks SQL which requested sequences cannot be served; only a request naming a
@@ -434,7 +475,12 @@ type bundler struct {
 
 func (b *bundler) add(e store.EventCopy) error {
 	limits := b.server.Limits
-	if len(b.current.Events) > 0 && (e.StreamID != b.current.StreamID ||
+	// A plain repair's bundle is one stream's slice; a backfill's (state-only) packs consecutive
+	// streams up to the caps: history is mostly short streams, and a bundle per stream cost a
+	// publish, an answer check and a JSON envelope per few events (bench backfill: 25 events a
+	// bundle, 2 000 bundles for 50 000 events).
+	newStream := e.StreamID != b.current.StreamID && !b.req.StateOnly
+	if len(b.current.Events) > 0 && (newStream || e.Origin != b.current.Origin ||
 		len(b.current.Events) >= limits.MaxBundleEvents ||
 		len(b.payloads)+len(e.Payload) > limits.MaxBundleBytes) {
 		if err := b.flush(); err != nil {
@@ -442,13 +488,18 @@ func (b *bundler) add(e store.EventCopy) error {
 		}
 	}
 	if len(b.current.Events) == 0 {
-		b.current = wire.Bundle{RequestID: b.req.RequestID, Origin: b.server.Service, StreamID: e.StreamID, StateOnly: b.req.StateOnly}
+		// Origin is the events' lane: the own lane's, or a forwarded copy's origin.
+		b.current = wire.Bundle{RequestID: b.req.RequestID, Origin: e.Origin, StreamID: e.StreamID, StateOnly: b.req.StateOnly}
 	}
-	b.current.Events = append(b.current.Events, wire.BundleEvent{
+	event := wire.BundleEvent{
 		ID: e.EventID, OriginSeq: e.OriginSeq, TypeSeq: e.TypeSeq, Tenant: e.Tenant, Type: e.EventType,
 		Version: e.StreamVersion, Flags: int32(e.Flags), Len: len(e.Payload), Metadata: string(e.Metadata),
 		OccurredAt: e.OccurredAt,
-	})
+	}
+	if e.StreamID != b.current.StreamID {
+		event.Stream = e.StreamID
+	}
+	b.current.Events = append(b.current.Events, event)
 	b.payloads = append(b.payloads, e.Payload...)
 	return nil
 }

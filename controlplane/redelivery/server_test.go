@@ -369,6 +369,39 @@ func TestServer(t *testing.T) {
 		}
 	})
 
+	// Issue 18 (bench backfill: 25 events a bundle, a bundle per stream): a backfill's
+	// (state-only) answer packs consecutive streams into one bundle up to the event and byte
+	// caps, each event naming its stream past the first; unbundled, every event keeps its own
+	// stream and version (invariant 3). A plain repair still closes a bundle at every stream.
+	t.Run("ABackfillPacksStreamsIntoBundlesUpToTheCaps", func(t *testing.T) {
+		t.Parallel()
+		s, b := setup(t)
+		s.Limits = redelivery.Limits{MaxBundleEvents: 5, PageSize: 4}
+		streamOf(t, b.pool, "a", eventTypes[0], 3, 10)
+		streamOf(t, b.pool, "b", eventTypes[0], 3, 10)
+		streamOf(t, b.pool, "c", eventTypes[0], 1, 10)
+		start(t, s, b)
+		a := awaitAnswer(t, b.answers, ask(t, b, wire.RedeliveryRequest{Tenants: acme, Types: eventTypes[:1], MaxEvents: 100, StateOnly: true}))
+		var shape []string
+		var got []string
+		for i, bundle := range a.bundles {
+			shape = append(shape, fmt.Sprintf("%s:%d", bundle.StreamID, len(bundle.Events)))
+			copies, err := redelivery.Unbundle(a.envelopes[i], a.attachments[i])
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, c := range copies {
+				got = append(got, fmt.Sprintf("%s/%d", c.StreamID, c.StreamVersion))
+			}
+		}
+		if want := []string{"a:5", "b:2"}; fmt.Sprint(shape) != fmt.Sprint(want) {
+			t.Fatalf("bundles %v, want %v", shape, want)
+		}
+		if want := []string{"a/1", "a/2", "a/3", "b/1", "b/2", "b/3", "c/1"}; fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Fatalf("unbundled %v, want %v", got, want)
+		}
+	})
+
 	// Invariants 1 and 14: what a request names and the origin cannot re-deliver is named in the
 	// summary with its reason (an at-most-once occurrence is never re-delivered; a number above
 	// the counter never existed), and everything else of the request ships.

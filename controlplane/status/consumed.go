@@ -6,8 +6,10 @@ package status
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -17,7 +19,81 @@ import (
 // Consumed is one consumed type and its backfill's progress per origin.
 type Consumed struct {
 	store.ConsumedType
-	Origins []store.BackfillOriginProgress
+	Origins []OriginProgress `json:"origins"`
+}
+
+// OriginProgress is one origin's progress on a type's backfill: events shipped of the total it
+// stated, done, and the rate since its first answer.
+type OriginProgress struct {
+	store.BackfillOriginProgress
+	RatePerSecond float64 `json:"rate_per_s"`
+}
+
+// Report is everything `streamseal status` shows: per origin, and what this service consumes.
+// ConsumptionComplete says every consumed type is baseline or complete (no expansion pending or
+// requested): the store holds the whole history of what it consumes, as far as backfill goes
+// (losses after birth are the origins' lanes' business).
+type Report struct {
+	Origins             []Origin   `json:"origins"`
+	Consumed            []Consumed `json:"consumed"`
+	ConsumptionComplete bool       `json:"consumption_complete"`
+}
+
+// ReadReport reads the origins' status and the consumed-type registry.
+func ReadReport(ctx context.Context, db store.Querier) (Report, error) {
+	var r Report
+	var err error
+	if r.Origins, err = Read(ctx, db); err != nil {
+		return r, err
+	}
+	if r.Consumed, err = ReadConsumed(ctx, db); err != nil {
+		return r, err
+	}
+	r.ConsumptionComplete = len(incomplete(r.Consumed)) == 0
+	return r, nil
+}
+
+// incomplete lists the consumed types whose history is not complete yet ("type status").
+func incomplete(consumed []Consumed) []string {
+	var out []string
+	for _, c := range consumed {
+		if c.Status != store.ConsumedBaseline && c.Status != store.ConsumedComplete {
+			out = append(out, c.EventType+" "+c.Status)
+		}
+	}
+	return out
+}
+
+// PrintReport writes the report as tables for people (the origins, then the consumed types and
+// a consumption line), or as one JSON object for machines.
+func PrintReport(out io.Writer, r Report, asJSON bool) error {
+	if asJSON {
+		if r.Origins == nil {
+			r.Origins = []Origin{}
+		}
+		if r.Consumed == nil {
+			r.Consumed = []Consumed{}
+		}
+		enc := json.NewEncoder(out)
+		enc.SetIndent("", "  ")
+		return enc.Encode(r)
+	}
+	if err := Print(out, r.Origins, false); err != nil {
+		return err
+	}
+	if len(r.Consumed) == 0 {
+		return nil
+	}
+	fmt.Fprintln(out)
+	if err := PrintConsumed(out, r.Consumed); err != nil {
+		return err
+	}
+	if r.ConsumptionComplete {
+		fmt.Fprintln(out, "consumption: complete (every consumed type is baseline or backfilled)")
+	} else {
+		fmt.Fprintf(out, "consumption: incomplete: %s\n", strings.Join(incomplete(r.Consumed), ", "))
+	}
+	return nil
 }
 
 // ReadConsumed reads the registry and the progress of the backfills it references.
@@ -35,7 +111,7 @@ func ReadConsumed(ctx context.Context, db store.Querier) ([]Consumed, error) {
 		c := Consumed{ConsumedType: t}
 		for _, p := range progress {
 			if t.BackfillRequest != nil && p.Backfill == *t.BackfillRequest {
-				c.Origins = append(c.Origins, p)
+				c.Origins = append(c.Origins, OriginProgress{BackfillOriginProgress: p, RatePerSecond: p.Rate()})
 			}
 		}
 		out = append(out, c)
@@ -58,7 +134,14 @@ func PrintConsumed(out io.Writer, consumed []Consumed) error {
 			if p.Done {
 				state = "done"
 			}
-			part := fmt.Sprintf("%s: %d events (%s, %.0f/s)", p.Origin, p.Shipped, state, p.Rate())
+			of := ""
+			if p.Total != nil {
+				of = fmt.Sprintf(" of %d", *p.Total)
+				if f := p.Fraction(); f >= 0 {
+					state = fmt.Sprintf("%.0f%%, %s", 100*f, state)
+				}
+			}
+			part := fmt.Sprintf("%s: %d%s events (%s, %.0f/s)", p.Origin, p.Shipped, of, state, p.Rate())
 			if i == 0 {
 				progress = part
 			} else {

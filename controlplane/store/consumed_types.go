@@ -74,9 +74,14 @@ func BackfillRequested(ctx context.Context, db Querier, eventTypes []string, req
 // BackfillAnswered records origin's summary of requestID (a backfill's broadcast or follow-up)
 // and returns the backfill it belongs to; ok is false when requestID is not a backfill's
 // (streamseal.backfill_answered).
-func BackfillAnswered(ctx context.Context, db Querier, requestID uuid.UUID, origin string, shipped int64, truncated bool) (backfill uuid.UUID, ok bool, err error) {
+// total is what the origin said its whole answer holds (0: not said).
+func BackfillAnswered(ctx context.Context, db Querier, requestID uuid.UUID, origin string, shipped int64, truncated bool, total int64) (backfill uuid.UUID, ok bool, err error) {
 	var root *uuid.UUID
-	if err := db.QueryRow(ctx, "select streamseal.backfill_answered($1, $2, $3, $4)", requestID, origin, shipped, truncated).Scan(&root); err != nil {
+	var stated *int64
+	if total > 0 {
+		stated = &total
+	}
+	if err := db.QueryRow(ctx, "select streamseal.backfill_answered($1, $2, $3, $4, $5)", requestID, origin, shipped, truncated, stated).Scan(&root); err != nil {
 		return uuid.Nil, false, classify("record backfill answer of "+origin, err)
 	}
 	if root == nil {
@@ -87,12 +92,13 @@ func BackfillAnswered(ctx context.Context, db Querier, requestID uuid.UUID, orig
 
 // ConsumedType is one row of the registry.
 type ConsumedType struct {
-	EventType, Status string
-	BornAt            time.Time
-	BirthPositions    map[string]int64
-	BackfillRequest   *uuid.UUID
-	RequestedAt       *time.Time
-	CompletedAt       *time.Time
+	EventType       string           `json:"event_type"`
+	Status          string           `json:"status"`
+	BornAt          time.Time        `json:"born_at"`
+	BirthPositions  map[string]int64 `json:"birth_positions"`
+	BackfillRequest *uuid.UUID       `json:"backfill_request"`
+	RequestedAt     *time.Time       `json:"requested_at"`
+	CompletedAt     *time.Time       `json:"completed_at"`
 }
 
 // ConsumedTypes lists the registry by type.
@@ -111,13 +117,27 @@ func ConsumedTypes(ctx context.Context, db Querier) ([]ConsumedType, error) {
 }
 
 // BackfillOriginProgress is one origin's answers to one backfill: events shipped so far, done
-// once it said nothing more, and the rate since its first answer.
+// once it said nothing more, the total its whole answer holds (nil: not stated), and the rate
+// since its first answer.
 type BackfillOriginProgress struct {
-	Backfill           uuid.UUID
-	Origin             string
-	Shipped            int64
-	Done               bool
-	FirstAt, UpdatedAt time.Time
+	Backfill  uuid.UUID `json:"backfill"`
+	Origin    string    `json:"origin"`
+	Shipped   int64     `json:"shipped"`
+	Done      bool      `json:"done"`
+	FirstAt   time.Time `json:"first_answer_at"`
+	UpdatedAt time.Time `json:"updated_at"`
+	Total     *int64    `json:"total"`
+}
+
+// Fraction is Shipped over Total (1 once done; -1 when no total was stated).
+func (p BackfillOriginProgress) Fraction() float64 {
+	if p.Done {
+		return 1
+	}
+	if p.Total == nil || *p.Total <= 0 {
+		return -1
+	}
+	return min(1, float64(p.Shipped)/float64(*p.Total))
 }
 
 // Rate is events shipped per second between the first answer and the latest.
@@ -132,7 +152,7 @@ func (p BackfillOriginProgress) Rate() float64 {
 // backfill and origin.
 func BackfillProgress(ctx context.Context, db Querier) ([]BackfillOriginProgress, error) {
 	rows, err := db.Query(ctx, `
-		select a.backfill, a.origin, a.shipped, a.done, a.first_answer_at, a.updated_at
+		select a.backfill, a.origin, a.shipped, a.done, a.first_answer_at, a.updated_at, a.total
 		from streamseal.broadcast_answers a
 		where exists (select from streamseal.consumed_types c where c.backfill_request = a.backfill)
 		order by a.backfill, a.origin`)
@@ -144,4 +164,24 @@ func BackfillProgress(ctx context.Context, db Querier) ([]BackfillOriginProgress
 		return nil, classify("read backfill progress", err)
 	}
 	return out, nil
+}
+
+// BackfillAtMostOnceTypes returns which of eventTypes opted in to at-most-once occurrences in
+// backfills (streamseal.backfill_at_most_once_types): what a backfill request names.
+func BackfillAtMostOnceTypes(ctx context.Context, db Querier, eventTypes []string) ([]string, error) {
+	var out []string
+	if err := db.QueryRow(ctx, "select streamseal.backfill_at_most_once_types($1)", eventTypes).Scan(&out); err != nil {
+		return nil, classify("read the at-most-once opt-ins", err)
+	}
+	return out, nil
+}
+
+// BackfillIncludeAtMostOnce opts eventTypes in (include) or out of at-most-once occurrences in
+// their backfills (streamseal.backfill_include_at_most_once) and returns how many changed.
+func BackfillIncludeAtMostOnce(ctx context.Context, db Querier, eventTypes []string, include bool) (int, error) {
+	var n int
+	if err := db.QueryRow(ctx, "select streamseal.backfill_include_at_most_once($1, $2)", eventTypes, include).Scan(&n); err != nil {
+		return 0, classify("set the at-most-once opt-in", err)
+	}
+	return n, nil
 }

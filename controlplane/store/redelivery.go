@@ -21,6 +21,8 @@ type RedeliverySelection struct {
 	Requester string
 	// StateOnly is a backfill's selection: ephemeral events are left out.
 	StateOnly bool
+	// AtMostOnceTypes (StateOnly only) are the types whose at-most-once occurrences are selected.
+	AtMostOnceTypes []string
 }
 
 // RedeliveryCursor continues a selection strictly after (stream, version); nil fields start it.
@@ -39,9 +41,9 @@ func RedeliveryPage(ctx context.Context, db Querier, origin string, sel Redelive
 		from streamseal.select_redelivery(
 		    tenants => $1, event_types => $2, streams => $3, from_seq => $4, to_seq => $5,
 		    type_seq_ranges => $6::int8multirange, after_stream => $7, after_version => $8,
-		    max_events => $9, cap => $10, requester => $11, state_only => $12)`,
+		    max_events => $9, cap => $10, requester => $11, state_only => $12, at_most_once_types => $13)`,
 		textsOrNull(sel.Tenants), sel.EventTypes, textsOrNull(sel.Streams), sel.FromSeq, sel.ToSeq, multirangeOrNull(sel.TypeSeqRanges),
-		after.AfterStream, after.AfterVersion, max, cap, textOrNull(sel.Requester), sel.StateOnly)
+		after.AfterStream, after.AfterVersion, max, cap, textOrNull(sel.Requester), sel.StateOnly, textsOrNull(sel.AtMostOnceTypes))
 	if err != nil {
 		return nil, classify("select redelivery page", err)
 	}

@@ -100,8 +100,9 @@ type AnswerItem struct {
 // SentRequestCheckAnswer asks SQL (streamseal.check_redelivery_answer) whether an answer from
 // origin answers an open request this service sent it, within its scope: "" when it does, else
 // the drop reason (unsolicited, replayed, out_of_scope). final (a summary) marks the request
-// answered, so anything later for it is a replay.
-func SentRequestCheckAnswer(ctx context.Context, db Querier, requestID uuid.UUID, origin string, final bool, items []AnswerItem) (string, error) {
+// answered, so anything later for it is a replay. lane, when not empty and not origin, says the
+// items are forwarded copies of lane's events: they answer a backfill's request only.
+func SentRequestCheckAnswer(ctx context.Context, db Querier, requestID uuid.UUID, origin, lane string, final bool, items []AnswerItem) (string, error) {
 	n := len(items)
 	tenants, types, streams := make([]string, n), make([]*string, n), make([]*string, n)
 	osLo, osHi, tsLo, tsHi := make([]*int64, n), make([]*int64, n), make([]*int64, n), make([]*int64, n)
@@ -110,8 +111,8 @@ func SentRequestCheckAnswer(ctx context.Context, db Querier, requestID uuid.UUID
 		osLo[i], osHi[i], tsLo[i], tsHi[i] = it.OriginSeqLo, it.OriginSeqHi, it.TypeSeqLo, it.TypeSeqHi
 	}
 	var reason *string
-	if err := db.QueryRow(ctx, "select streamseal.check_redelivery_answer($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
-		requestID, origin, final, tenants, types, streams, osLo, osHi, tsLo, tsHi).Scan(&reason); err != nil {
+	if err := db.QueryRow(ctx, "select streamseal.check_redelivery_answer($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, lane => $11)",
+		requestID, origin, final, tenants, types, streams, osLo, osHi, tsLo, tsHi, textOrNull(lane)).Scan(&reason); err != nil {
 		return "", classify("check the answer to request "+requestID.String(), err)
 	}
 	if reason == nil {

@@ -25,22 +25,38 @@ type RedeliveryRequest struct {
 	// After continues a selection strictly after this (stream, version): the rest of a truncated
 	// answer, asked for with the answer's ResumeAfter.
 	After *Position `json:"after,omitempty"`
+	// Copies (a backfill's requests) welcomes forwarded copies: a service that holds copies of
+	// other origins' events of the types, and whose operator lets it serve them, answers with
+	// those too after its own lane. State-only requests only.
+	Copies bool `json:"copies,omitempty"`
+	// AtMostOnceTypes (a backfill's per-type opt-in) are the types whose at-most-once
+	// occurrences a state-only request asks for too; every other type's are never selected.
+	AtMostOnceTypes []string `json:"at_most_once_types,omitempty"`
 }
 
-// Position is one event's place in a redelivery selection's order (stream id, then version).
+// Position is one event's place in a redelivery selection's order: the lane (empty: the
+// answering origin's own lane, which comes first; else the origin of forwarded copies, in name
+// order), then stream id, then version.
 type Position struct {
+	Lane    string `json:"lane,omitempty"`
 	Stream  string `json:"stream"`
 	Version int64  `json:"version"`
 }
 
 // Less orders positions as the selection does.
 func (p Position) Less(q Position) bool {
+	if p.Lane != q.Lane {
+		return p.Lane < q.Lane
+	}
 	return p.Stream < q.Stream || (p.Stream == q.Stream && p.Version < q.Version)
 }
 
 // BundleEvent is one event of a bundle; its payload is the next Len bytes of the attachment.
 type BundleEvent struct {
-	ID         uuid.UUID `json:"id"`
+	ID uuid.UUID `json:"id"`
+	// Stream is the event's stream when it is not the bundle's StreamID: a backfill's
+	// (state-only) bundle packs consecutive streams, each stream's slice in version order.
+	Stream     string    `json:"s,omitempty"`
 	OriginSeq  int64     `json:"os"`
 	TypeSeq    int64     `json:"ts"`
 	Tenant     string    `json:"tn"`
@@ -52,7 +68,10 @@ type BundleEvent struct {
 	OccurredAt time.Time `json:"at"`
 }
 
-// Bundle is one stream's ordered slice of a redelivery, payloads in the attachment.
+// Bundle is one stream's ordered slice of a redelivery (a backfill's: consecutive streams'
+// slices, BundleEvent.Stream naming each event's stream past the first), payloads in the
+// attachment. Origin is the events' lane: the sender's own, or, in a backfill's answer from a
+// service serving forwarded copies, their origin.
 type Bundle struct {
 	RequestID string        `json:"request_id"`
 	Origin    string        `json:"origin"`
@@ -79,6 +98,10 @@ type RedeliverySummary struct {
 	Bundles   int    `json:"bundles"`
 	Truncated bool   `json:"truncated,omitempty"` // the origin's cap stopped it; ask again for the rest
 	// ResumeAfter is the last event shipped when Truncated: the rest starts strictly after it.
-	ResumeAfter *Position    `json:"resume_after,omitempty"`
-	Unservable  []Unservable `json:"unservable,omitempty"`
+	ResumeAfter *Position `json:"resume_after,omitempty"`
+	// Total, in the answer to a request that starts a selection (no After), is how many events
+	// the whole answer (this request and the follow-ups of its truncation) is expected to ship:
+	// progress is Shipped over it. An estimate from the origin's counters; 0: not stated.
+	Total      int64        `json:"total,omitempty"`
+	Unservable []Unservable `json:"unservable,omitempty"`
 }

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -513,5 +514,203 @@ func TestBackfill_ALossAfterBirthIsRepairedPlainWhileTheBackfillIsOutstanding_In
 	}
 	if deficits != 0 {
 		t.Fatalf("%d ledger rows; the history before birth is pending_backfill, never a deficit", deficits)
+	}
+}
+
+// Invariants 1 and 2 and issue 18: two origins emit order.paid; ledger, a third service, has
+// consumed it from both all along (it holds forwarded copies) and, with --backfill-serve-copies
+// on, answers billing's broadcast too, with those copies (30 a request, so its answer is
+// truncated and followed across both lanes). Extra sources converge by event id: billing stores
+// each origin's history exactly once, byte-equal, and the type completes.
+func TestBackfill_AThirdServiceHoldingForwardedCopiesAnswersTooAndSourcesConverge_Invariant2(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	settings := fast(config.AutoRepairCapped, 10)
+	grants := map[string][]string{"billing": eventTypes, "ledger": eventTypes}
+	serving := settings
+	serving.BackfillServeCopies = config.BackfillOn
+	orders := start(t, h, "orders", harness.Options{Settings: settings, Grants: grants}, nil)
+	stock := start(t, h, "stock", harness.Options{Settings: settings, Grants: grants}, nil)
+	ledger := start(t, h, "ledger", harness.Options{Settings: serving, Consumes: eventTypes[1:2],
+		Grants: map[string][]string{"billing": eventTypes}, Limits: redelivery.Limits{MaxEventsPerRequest: 30}}, nil)
+	billing := start(t, h, "billing", harness.Options{Settings: settings, Consumes: eventTypes[:1]}, quickBackfill)
+	services := []*harness.Service{orders, stock, ledger, billing}
+	appendStreams(t, orders, 300, 6, "order")
+	appendStreams(t, stock, 200, 4, "stock")
+	ctx := context.Background()
+	waitFor(t, "both relays published everything", services, func() bool {
+		var a, b int64
+		_ = orders.Pool.QueryRow(ctx, "select published_through from streamseal.relay_state").Scan(&a)
+		_ = stock.Pool.QueryRow(ctx, "select published_through from streamseal.relay_state").Scan(&b)
+		return a == 300 && b == 200
+	})
+	wantOrders := rowsOfType(t, orders.Pool, "orders", eventTypes[1])
+	wantStock := rowsOfType(t, stock.Pool, "stock", eventTypes[1])
+	waitFor(t, "ledger holds every order.paid of both origins, and billing knows both", services, func() bool {
+		var known int
+		_ = billing.Pool.QueryRow(ctx, "select count(*) from streamseal.known_origins").Scan(&known)
+		return known >= 2 && len(rowsOfType(t, ledger.Pool, "orders", eventTypes[1])) == len(wantOrders) &&
+			len(rowsOfType(t, ledger.Pool, "stock", eventTypes[1])) == len(wantStock)
+	})
+	stream, err := orders.JS.Stream(ctx, wire.EventsStream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := stream.Purge(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := store.SubscriptionsAdd(ctx, billing.Pool, "", eventTypes[1:2], store.AllTenants()); err != nil {
+		t.Fatal(err)
+	}
+	forwarded := int64(len(wantOrders) + len(wantStock))
+	waitFor(t, "order.paid complete, and ledger's answer done", services, func() bool {
+		var ledgerShipped int64
+		_ = billing.Pool.QueryRow(ctx, "select shipped from streamseal.broadcast_answers where origin = 'ledger' and done").Scan(&ledgerShipped)
+		return consumedStatus(t, billing, eventTypes[1]) == store.ConsumedComplete && ledgerShipped == forwarded
+	})
+	requireSameRows(t, wantOrders, rowsOfType(t, billing.Pool, "orders", eventTypes[1]))
+	requireSameRows(t, wantStock, rowsOfType(t, billing.Pool, "stock", eventTypes[1]))
+	if n := backfillRequests(t, billing.Pool); n != 1 {
+		t.Fatalf("billing sent %d broadcasts; want 1", n)
+	}
+	if _, _, refused := billing.Repair.Counts(); refused != 0 {
+		t.Fatalf("billing refused %d bundles; want none", refused)
+	}
+	if f := billing.Repair.FollowUps(); f < 3 {
+		t.Fatalf("billing followed %d truncated answers; ledger serves 30 a request of %d copies, so want at least 3", f, forwarded)
+	}
+	var flags int
+	if err := billing.Pool.QueryRow(ctx, "select count(*) from streamseal.events where event_type = $1 and flags & 4 = 0",
+		eventTypes[1]).Scan(&flags); err != nil {
+		t.Fatal(err)
+	}
+	if flags != 0 {
+		t.Fatalf("%d backfilled events are not state-only", flags)
+	}
+}
+
+// Invariant 1 at the issue's size (issue 18): orders wrote 50 000 events of order.paid before
+// billing consumes it, and the broker no longer holds them (the events stream purged: a retention
+// shorter than their age). billing subscribes at run time; its backfill (a broadcast, then a
+// follow-up per 10 000-event answer) brings them all, state-only and byte-equal, with no ERROR
+// log, no ledger row, and /readyz ready at every look while it runs (checkpoints run meanwhile).
+func TestBackfill_FiftyThousandEventsOfPurgedHistoryArriveStateOnlyWithReadinessReady_Invariant1(t *testing.T) {
+	t.Parallel()
+	const n = 50_000
+	h, errs := newCountingHarness(t)
+	settings := auditSettings()
+	settings.ReadinessGrace = 0
+	orders := start(t, h, "orders", harness.Options{Settings: settings, Grants: map[string][]string{"billing": eventTypes}}, nil)
+	billing := start(t, h, "billing", harness.Options{Settings: settings, Consumes: eventTypes[:1]}, quickBackfill)
+	services := []*harness.Service{orders, billing}
+	ctx := context.Background()
+	// One statement: 50 000 appends one by one would cost minutes on a busy machine.
+	if _, err := orders.Pool.Exec(ctx, `
+		select streamseal.append(array(
+			select row(gen_random_uuid(), 'acme', 'paid-' || (i % 2000), i / 2000 + 1, $2::text, 0,
+			           convert_to('{"n":' || i || ',"pad":"' || repeat('x', 100 + i % 300) || '"}', 'UTF8'), null, null)::streamseal.new_event
+			from generate_series(0, $1 - 1) i))`, n, eventTypes[1]); err != nil {
+		t.Fatal(err)
+	}
+	publishAllThenForget(t, orders, n, true, services)
+	want := rowsOfType(t, orders.Pool, "orders", eventTypes[1])
+	if len(want) != n {
+		t.Fatalf("orders holds %d events of %s; want %d", len(want), eventTypes[1], n)
+	}
+
+	if err := store.SubscriptionsAdd(ctx, billing.Pool, "", eventTypes[1:2], store.AllTenants()); err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(billing.Metrics.Handler())
+	defer srv.Close()
+	looks, notReady := 0, ""
+	begun := time.Now()
+	waitWithin(t, 5*failsafe, "50 000 events of order.paid backfilled and complete", services, func() bool {
+		if err := billing.Metrics.Refresh(ctx); err != nil {
+			t.Fatal(err)
+		}
+		looks++
+		if code, body := get(t, srv.URL+"/readyz"); code != 200 || strings.Contains(body, "degraded") {
+			notReady = fmt.Sprintf("%d %q", code, body)
+		}
+		return consumedStatus(t, billing, eventTypes[1]) == store.ConsumedComplete
+	})
+	t.Logf("50 000 events backfilled in %s (%d readiness looks)", time.Since(begun).Round(time.Millisecond), looks)
+	if notReady != "" {
+		t.Fatalf("/readyz was %s during the backfill; want ready throughout", notReady)
+	}
+	requireSameRows(t, want, rowsOfType(t, billing.Pool, "orders", eventTypes[1]))
+	var notStateOnly, ledgered int
+	if err := billing.Pool.QueryRow(ctx, "select count(*) from streamseal.events where origin = 'orders' and event_type = $1 and flags & 4 = 0",
+		eventTypes[1]).Scan(&notStateOnly); err != nil {
+		t.Fatal(err)
+	}
+	if err := billing.Pool.QueryRow(ctx, "select count(*) from streamseal.repair_ledger").Scan(&ledgered); err != nil {
+		t.Fatal(err)
+	}
+	if notStateOnly != 0 || ledgered != 0 {
+		t.Fatalf("%d backfilled events are not state-only, %d ledger rows; want none of either", notStateOnly, ledgered)
+	}
+	requireReady(t, billing)
+	if n := errs.Load(); n != 0 {
+		t.Fatalf("%d ERROR-level log records during the backfill; want none", n)
+	}
+}
+
+// Invariants 1 and 6, issue 18: at-most-once occurrences (flagged by the real append path) are
+// backfilled only for a type billing opted in (streamseal.backfill_include_at_most_once, before
+// it subscribes): order.paid's occurrences arrive state-only; order.packed's, not opted in,
+// never do, and its other events do. Ephemeral events are never backfilled.
+func TestBackfill_AtMostOnceOccurrencesOnlyForATypeThatOptedIn_Invariant6(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	orders := start(t, h, "orders", harness.Options{Grants: map[string][]string{"billing": eventTypes}}, nil)
+	billing := start(t, h, "billing", harness.Options{Consumes: eventTypes[:1]}, quickBackfill)
+	services := []*harness.Service{orders, billing}
+	ctx := context.Background()
+	var events []store.NewEvent
+	for i := range 12 {
+		flags := []store.Flags{0, store.AtMostOnce, store.Ephemeral}[i%3]
+		events = append(events, store.NewEvent{EventID: uuid.New(), Tenant: "acme", StreamID: fmt.Sprintf("s%d", i%2),
+			StreamVersion: int64(i/2 + 1), EventType: eventTypes[1+i%2*1], Flags: flags, Payload: []byte(fmt.Sprintf(`{"i":%d}`, i))})
+	}
+	if _, err := store.EventsAppend(ctx, orders.Pool, events); err != nil {
+		t.Fatal(err)
+	}
+	publishAllThenForget(t, orders, 12, false, services)
+	if _, err := store.BackfillIncludeAtMostOnce(ctx, billing.Pool, eventTypes[1:2], true); err != nil {
+		t.Fatal(err)
+	}
+	if err := store.SubscriptionsAdd(ctx, billing.Pool, "", eventTypes[1:3], store.AllTenants()); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "both types backfilled", services, func() bool {
+		return consumedStatus(t, billing, eventTypes[1]) == store.ConsumedComplete && consumedStatus(t, billing, eventTypes[2]) == store.ConsumedComplete
+	})
+	stored := map[uuid.UUID]int{}
+	rows, err := billing.Pool.Query(ctx, "select event_id, flags from streamseal.events where origin = 'orders'")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var id uuid.UUID
+		var flags int
+		if err := rows.Scan(&id, &flags); err != nil {
+			t.Fatal(err)
+		}
+		stored[id] = flags
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range events {
+		flags, held := stored[e.EventID]
+		want := e.Flags == 0 || (e.Flags == store.AtMostOnce && e.EventType == eventTypes[1])
+		if held != want {
+			t.Fatalf("%s (%s, flags %d) stored: %v; want %v", e.EventID, e.EventType, e.Flags, held, want)
+		}
+		if held && flags != int(e.Flags|store.StateOnly) {
+			t.Fatalf("%s stored with flags %d; want %d (state-only)", e.EventID, flags, e.Flags|store.StateOnly)
+		}
 	}
 }

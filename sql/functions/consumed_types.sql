@@ -118,8 +118,12 @@ $$;
 -- backfill_answered records one origin's summary of a backfill's request (the broadcast itself
 -- or a follow-up of its truncated answer): events shipped, and done when not truncated. A type
 -- of the backfill completes once every origin that answered is done and every known origin has
--- answered. Returns the backfill the request belongs to (null: not a backfill's).
-create function streamseal.backfill_answered(request_id uuid, origin text, shipped bigint, truncated boolean)
+-- answered. total, when the origin stated it (its answer to the broadcast), is what its whole
+-- answer holds: the first stated total is kept (progress is shipped over it; a negative one is
+-- not a total and is ignored). Returns the
+-- backfill the request belongs to (null: not a backfill's).
+create function streamseal.backfill_answered(request_id uuid, origin text, shipped bigint, truncated boolean,
+                                             total bigint default null)
 returns uuid
 language plpgsql
 volatile
@@ -132,10 +136,12 @@ begin
     if root is null then
         return null;
     end if;
-    insert into streamseal.broadcast_answers as a (backfill, origin, shipped, done)
-    values (root, backfill_answered.origin, backfill_answered.shipped, not backfill_answered.truncated)
+    insert into streamseal.broadcast_answers as a (backfill, origin, shipped, done, total)
+    values (root, backfill_answered.origin, backfill_answered.shipped, not backfill_answered.truncated,
+            case when backfill_answered.total >= 0 then backfill_answered.total end)
     on conflict on constraint broadcast_answers_pkey do update
-    set shipped = a.shipped + excluded.shipped, done = excluded.done, updated_at = pg_catalog.now();
+    set shipped = a.shipped + excluded.shipped, done = excluded.done, updated_at = pg_catalog.now(),
+        total = coalesce(a.total, excluded.total);
     update streamseal.consumed_types c set status = 'complete', completed_at = pg_catalog.now()
     where c.backfill_request = root and c.status = 'requested'
       and not exists (select from streamseal.broadcast_answers a where a.backfill = root and not a.done)
@@ -181,4 +187,52 @@ as $$
         then 'pending_backfill'
         else _birth_lineage.reason
     end
+$$;
+
+-- backfill_include_at_most_once sets the per-type opt-in of at-most-once occurrences in
+-- backfills (include: opt in; false: opt out) and returns how many types changed. Off by default:
+-- an at-most-once occurrence is never selected for a backfill unless its type opted in here
+-- (the origins select them state-only, so no side effect fires); ephemeral events never are.
+-- An operator (or the control role) runs it, before or after subscribing; it applies to the
+-- backfills sent from then on. A type need not be consumed yet, so an opt-in can precede the
+-- subscription that expands to it.
+create function streamseal.backfill_include_at_most_once(event_types text[], include boolean)
+returns integer
+language plpgsql
+volatile
+set search_path = pg_catalog, pg_temp
+as $$
+declare
+    problem text := streamseal._list_problem(backfill_include_at_most_once.event_types);
+    changed integer;
+begin
+    if problem is not null then
+        raise exception 'backfill_include_at_most_once: the opt-in must name its event types: %', problem using errcode = '22023';
+    end if;
+    if backfill_include_at_most_once.include is null then
+        raise exception 'backfill_include_at_most_once: include is null: expected true (opt in) or false (opt out)' using errcode = '22023';
+    end if;
+    if backfill_include_at_most_once.include then
+        insert into streamseal.backfill_at_most_once (event_type)
+        select distinct t.name from pg_catalog.unnest(backfill_include_at_most_once.event_types) t(name)
+        on conflict (event_type) do nothing;
+    else
+        delete from streamseal.backfill_at_most_once a where a.event_type = any (backfill_include_at_most_once.event_types);
+    end if;
+    get diagnostics changed = row_count;
+    return changed;
+end
+$$;
+
+-- backfill_at_most_once_types returns which of event_types opted in to at-most-once occurrences
+-- in backfills (backfill_include_at_most_once): what a backfill request asks the origins for.
+create function streamseal.backfill_at_most_once_types(event_types text[])
+returns text[]
+language sql
+stable
+set search_path = pg_catalog, pg_temp
+as $$
+    select coalesce(pg_catalog.array_agg(a.event_type order by a.event_type), '{}')
+    from streamseal.backfill_at_most_once a
+    where a.event_type = any (backfill_at_most_once_types.event_types)
 $$;

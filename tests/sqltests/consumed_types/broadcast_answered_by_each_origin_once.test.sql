@@ -3,7 +3,7 @@
 -- truncated answer keeps the type requested until that origin's follow-up says it is done, and
 -- the type completes once every known origin answered done. A request not sent is unsolicited.
 begin;
-select plan(13);
+select plan(14);
 select streamseal.set_service_name('bc-billing');
 select streamseal.subscribe(array['bc.placed'], null, array['acme']);
 select streamseal.consumed_types_reconcile(true);
@@ -35,7 +35,7 @@ select is(streamseal.check_redelivery_answer('b0000000-0000-0000-0000-0000000000
 -- bc-orders' answer is truncated: it is asked again (a directed follow-up of the backfill).
 select is(streamseal.check_redelivery_answer('b0000000-0000-0000-0000-000000000001', 'bc-orders', true,
     '{}', '{}', '{}', '{}', '{}', '{}', '{}'), null, 'bc-orders'' summary closes the broadcast for bc-orders');
-select is(streamseal.backfill_answered('b0000000-0000-0000-0000-000000000001', 'bc-orders', 10, true),
+select is(streamseal.backfill_answered('b0000000-0000-0000-0000-000000000001', 'bc-orders', 10, true, total => 13),
           'b0000000-0000-0000-0000-000000000001'::uuid, 'the summary is counted for its backfill');
 select is(streamseal.check_redelivery_answer('b0000000-0000-0000-0000-000000000001', 'bc-orders', false,
     '{acme}', '{bc.shipped}', '{s}', '{7}', '{null}', '{4}', '{null}'), 'replayed',
@@ -59,6 +59,9 @@ select is((select status from streamseal.consumed_types where event_type = 'bc.s
 select results_eq($$ select origin, shipped, done from streamseal.broadcast_answers order by 1 $$,
                   $$ values ('bc-orders'::text, 13::bigint, true), ('bc-stock', 0, true) $$,
                   'progress per origin: events shipped and done');
+select results_eq($$ select origin, total from streamseal.broadcast_answers order by 1 $$,
+                  $$ values ('bc-orders'::text, 13::bigint), ('bc-stock', null) $$,
+                  'the total an origin stated with its first answer is kept; an origin that stated none has none');
 
 select * from finish();
 rollback;
