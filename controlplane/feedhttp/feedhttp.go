@@ -16,6 +16,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"strings"
 	"sync"
 	"time"
@@ -136,7 +137,13 @@ func splitList(v string) []string {
 }
 
 func (s *Server) serveFeed(w http.ResponseWriter, r *http.Request) {
-	q := r.URL.Query()
+	q, err := url.ParseQuery(r.URL.RawQuery)
+	if err != nil {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusBadRequest)
+		_ = json.NewEncoder(w).Encode(Refusal{"bad_request", "query string: " + err.Error()})
+		return
+	}
 	opts := feed.Options{Types: splitList(q.Get("types")), Tenants: splitList(q.Get("tenants")), BatchSize: s.BatchSize,
 		Resume: q.Get("resume")}
 	if id := r.Header.Get("Last-Event-ID"); id != "" {
@@ -175,7 +182,7 @@ func (s *Server) serveFeed(w http.ResponseWriter, r *http.Request) {
 	sub := feed.NewSubscriber(s.Pool, opts)
 	var lagMu sync.Mutex
 	lastLag := time.Time{}
-	err := sub.Run(r.Context(), func(ctx context.Context, _ pgx.Tx, b feed.Batch) error {
+	err = sub.Run(r.Context(), func(ctx context.Context, _ pgx.Tx, b feed.Batch) error {
 		for i, e := range b.Events {
 			token := ""
 			if i == len(b.Events)-1 {
