@@ -10,7 +10,7 @@
 // handler can store the token atomically with its own writes), commits, and waits for the
 // store's NOTIFY when there is nothing to read. It does not poll while idle; only while the
 // horizon holds committed copies back (a long transaction still open) does it look again after
-// HeldRecheck.
+// HeldRecheck (read_feed says so, from the same reads).
 package feed
 
 import (
@@ -150,7 +150,7 @@ func (s *Subscriber) Run(ctx context.Context, handler Handler) error {
 	}
 	held := s.opts.HeldRecheck
 	for {
-		n, err := s.step(ctx, handler)
+		n, heldCopies, err := s.step(ctx, handler)
 		if err != nil {
 			return err
 		}
@@ -161,10 +161,6 @@ func (s *Subscriber) Run(ctx context.Context, handler Handler) error {
 		// Idle: wait for a notification. While committed copies wait behind an open
 		// transaction, nothing announces its end: look again after a short, growing delay.
 		deadline := time.Now().Add(IdleFailsafeDefault)
-		heldCopies, _, err := store.FeedHorizon(ctx, s.pool)
-		if err != nil {
-			return fmt.Errorf("feed: %w", err)
-		}
 		if heldCopies > 0 {
 			deadline = time.Now().Add(held)
 			held = min(2*held, time.Second)
@@ -181,40 +177,41 @@ func (s *Subscriber) Run(ctx context.Context, handler Handler) error {
 	}
 }
 
-// step reads one batch and hands it to handler; it returns how many events it delivered.
-func (s *Subscriber) step(ctx context.Context, handler Handler) (int, error) {
+// step reads one batch and hands it to handler; it returns how many events it delivered and
+// how many committed copies wait behind an open transaction.
+func (s *Subscriber) step(ctx context.Context, handler Handler) (int, int64, error) {
 	tx, err := s.pool.Begin(ctx)
 	if err != nil {
-		return 0, fmt.Errorf("feed: begin: %w", err)
+		return 0, 0, fmt.Errorf("feed: begin: %w", err)
 	}
 	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
-	events, next, err := store.FeedRead(ctx, tx, store.FeedScope{Types: s.opts.Types, Tenants: s.opts.Tenants}, s.Token(), s.opts.BatchSize)
+	b, err := store.FeedRead(ctx, tx, store.FeedScope{Types: s.opts.Types, Tenants: s.opts.Tenants}, s.Token(), s.opts.BatchSize)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
-	if len(events) > 0 {
-		if err := handler(ctx, tx, Batch{Events: convert(events), Token: next}); err != nil {
-			return 0, fmt.Errorf("feed: handler: %w", err)
+	if len(b.Events) > 0 {
+		if err := handler(ctx, tx, Batch{Events: convert(b.Events), Token: b.Token}); err != nil {
+			return 0, 0, fmt.Errorf("feed: handler: %w", err)
 		}
 	}
 	if err := tx.Commit(ctx); err != nil {
-		return 0, fmt.Errorf("feed: commit: %w", err)
+		return 0, 0, fmt.Errorf("feed: commit: %w", err)
 	}
 	s.mu.Lock()
-	s.token = next
+	s.token = b.Token
 	s.mu.Unlock()
-	s.delivered.Add(int64(len(events)))
-	return len(events), nil
+	s.delivered.Add(int64(len(b.Events)))
+	return len(b.Events), b.Held, nil
 }
 
 // Read reads one batch of up to max events after token ("" from the beginning) outside any
 // subscription: for scripts and tools.
 func Read(ctx context.Context, db store.Querier, opts Options, token string, max int) (Batch, error) {
-	events, next, err := store.FeedRead(ctx, db, store.FeedScope{Types: opts.Types, Tenants: opts.Tenants}, token, max)
+	b, err := store.FeedRead(ctx, db, store.FeedScope{Types: opts.Types, Tenants: opts.Tenants}, token, max)
 	if err != nil {
 		return Batch{}, err
 	}
-	return Batch{Events: convert(events), Token: next}, nil
+	return Batch{Events: convert(b.Events), Token: b.Token}, nil
 }
 
 func convert(in []store.FeedEvent) []Event {

@@ -360,3 +360,35 @@ func FuzzFeedToken(f *testing.F) {
 		}
 	})
 }
+
+// Invariant 15, liveness: a copy committed behind an open transaction that writes no event (so
+// its end sends no NOTIFY) reaches a live reader once that transaction ends: read_feed says
+// copies are held and the subscriber looks again.
+func TestFeed_CopyHeldBehindASilentTransactionArrivesWhenItEnds(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := dbtest.NewPool(t, "billing")
+	silent, err := pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer silent.Rollback(ctx)
+	if _, err := silent.Exec(ctx, "select pg_current_xact_id()"); err != nil { // takes an xid, writes nothing
+		t.Fatal(err)
+	}
+	s := feed.NewSubscriber(pool, feed.Options{})
+	var c collector
+	run(t, s, &c)
+	ingest(t, pool, 1)
+	b, err := store.FeedRead(ctx, pool, store.FeedScope{}, "", 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(b.Events) != 0 || b.Held != 1 {
+		t.Fatalf("behind the open transaction a read got %d events and held %d, want 0 and 1", len(b.Events), b.Held)
+	}
+	if err := silent.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	testrun.WaitFor(t, "the held copy reaches the live reader", func() bool { return c.has(1) })
+}

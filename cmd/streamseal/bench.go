@@ -44,6 +44,12 @@ var benchmarks = []struct {
 	{"tenants", "healthy audit wire bytes as the tenant count grows, the seal at every size, one lost event in the last tenant", func(ctx context.Context, server *scratchdb.Server, quick bool, out io.Writer) error {
 		return bench.Tenants(ctx, benchDatabases(server), pick(quick, bench.QuickTenants, bench.FullTenants), out)
 	}},
+	{"feed", "the application feed: read_feed through a store against a plain ordered scan of the same rows, commit-to-handler p99 under live copies, token bytes per origin", func(ctx context.Context, server *scratchdb.Server, quick bool, out io.Writer) error {
+		return onBenchService(ctx, server, func(pool *pgxpool.Pool) error {
+			_, err := bench.Feed(ctx, pool, pick(quick, bench.QuickFeed, bench.FullFeed), out)
+			return err
+		})
+	}},
 	{"backfill", "history delivered to a consumer that starts consuming a type: events/s, wire bytes against payload bytes, the origin's live appends during it against without", func(ctx context.Context, server *scratchdb.Server, quick bool, out io.Writer) error {
 		_, err := bench.Backfill(ctx, benchDatabases(server), pick(quick, bench.QuickBackfill, bench.FullBackfill), out)
 		return err

@@ -53,30 +53,40 @@ type FeedEvent struct {
 	StoredAt      time.Time
 }
 
+// FeedBatch is one read of the feed: the events, the token that resumes after them, and how
+// many committed copies wait behind an open transaction (read again soon when not 0: no NOTIFY
+// announces that transaction's end).
+type FeedBatch struct {
+	Events []FeedEvent
+	Token  string
+	Held   int64
+}
+
 // FeedRead reads up to max events of scope after token ("" reads from the beginning of this
-// store) and returns them with the token that resumes after them.
-func FeedRead(ctx context.Context, db Querier, scope FeedScope, token string, max int) ([]FeedEvent, string, error) {
+// store).
+func FeedRead(ctx context.Context, db Querier, scope FeedScope, token string, max int) (FeedBatch, error) {
 	var tok *string
 	if token != "" {
 		// Text the server could not take as a parameter (NUL, invalid UTF-8) is no token either.
 		for i := 0; i < len(token); i++ {
 			if token[i] < 0x21 || token[i] > 0x7e {
-				return nil, "", fmt.Errorf("read feed: %w: resume token is malformed: expected base64url (A-Z a-z 0-9 - _)", ErrFeedBadRequest)
+				return FeedBatch{}, fmt.Errorf("read feed: %w: resume token is malformed: expected base64url (A-Z a-z 0-9 - _)", ErrFeedBadRequest)
 			}
 		}
 		tok = &token
 	}
 	rows, err := db.Query(ctx, `
 		select f.event_id, f.origin, f.origin_seq, f.type_seq, f.tenant, f.stream_id, f.stream_version, f.event_type,
-		       f.flags, f.payload, f.metadata, f.occurred_at, f.stored_at, f.next_token
+		       f.flags, f.payload, f.metadata, f.occurred_at, f.stored_at, f.next_token, f.held_copies
 		from streamseal.read_feed($1, $2, $3, $4) f`, scope.Types, scope.Tenants, tok, max)
 	if err != nil {
-		return nil, "", classifyFeed("read feed", err)
+		return FeedBatch{}, classifyFeed("read feed", err)
 	}
 	defer rows.Close()
 	var (
 		out  []FeedEvent
 		next string
+		held int64
 	)
 	for rows.Next() {
 		var (
@@ -93,18 +103,22 @@ func FeedRead(ctx context.Context, db Querier, scope FeedScope, token string, ma
 			occurred  *time.Time
 			stored    *time.Time
 			nextTok   *string
+			heldNow   *int64
 		)
 		if err := rows.Scan(&id, &origin, &originSeq, &typeSeq, &tenant, &stream, &version, &eventType, &flags,
-			&e.Payload, &e.Metadata, &occurred, &stored, &nextTok); err != nil {
-			return nil, "", classifyFeed("read feed", err)
+			&e.Payload, &e.Metadata, &occurred, &stored, &nextTok, &heldNow); err != nil {
+			return FeedBatch{}, classifyFeed("read feed", err)
 		}
 		if nextTok != nil {
 			next = *nextTok
+			if heldNow != nil {
+				held = *heldNow
+			}
 			continue
 		}
 		if id == nil || origin == nil || originSeq == nil || typeSeq == nil || tenant == nil || stream == nil ||
 			version == nil || eventType == nil || flags == nil || occurred == nil || stored == nil {
-			return nil, "", fmt.Errorf("read feed: a row with neither an event nor a token")
+			return FeedBatch{}, fmt.Errorf("read feed: a row with neither an event nor a token")
 		}
 		e.EventID, e.Origin, e.OriginSeq, e.TypeSeq, e.Tenant = *id, *origin, *originSeq, *typeSeq, *tenant
 		e.StreamID, e.StreamVersion, e.EventType, e.Flags = *stream, *version, *eventType, Flags(*flags)
@@ -112,12 +126,12 @@ func FeedRead(ctx context.Context, db Querier, scope FeedScope, token string, ma
 		out = append(out, e)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, "", classifyFeed("read feed", err)
+		return FeedBatch{}, classifyFeed("read feed", err)
 	}
 	if next == "" {
-		return nil, "", fmt.Errorf("read feed: the batch ended without a token")
+		return FeedBatch{}, fmt.Errorf("read feed: the batch ended without a token")
 	}
-	return out, next, nil
+	return FeedBatch{Events: out, Token: next, Held: held}, nil
 }
 
 // FeedBoundary is one origin's entry in a token: everything of the origin below Boundary (in its
