@@ -153,10 +153,13 @@ func scan(ctx context.Context, pool *pgxpool.Pool) (int, error) {
 // feedLatency runs a subscriber from token while copies land at opts.Rate/s (batches of 20
 // every 10 ms), and returns the p99 of commit-to-handler latency in ms.
 func feedLatency(ctx context.Context, pool *pgxpool.Pool, token string, opts FeedOptions, out io.Writer) (float64, error) {
+	// The handler can run before the ingest call returns: it records when each event arrived,
+	// and latency is computed once everything arrived (a receipt a hair before the recorded
+	// commit time counts as 0).
 	var (
 		mu        sync.Mutex
 		committed = map[uuid.UUID]time.Time{}
-		lat       []time.Duration
+		received  = map[uuid.UUID]time.Time{}
 	)
 	subCtx, cancel := context.WithCancel(ctx)
 	done := make(chan error, 1)
@@ -166,9 +169,7 @@ func feedLatency(ctx context.Context, pool *pgxpool.Pool, token string, opts Fee
 			mu.Lock()
 			defer mu.Unlock()
 			for _, e := range b.Events {
-				if at, ok := committed[e.EventID]; ok {
-					lat = append(lat, now.Sub(at))
-				}
+				received[e.EventID] = now
 			}
 			return nil
 		})
@@ -199,21 +200,30 @@ func feedLatency(ctx context.Context, pool *pgxpool.Pool, token string, opts Fee
 		sent += perTick
 		time.Sleep(time.Until(at.Add(tick)))
 	}
-	// Wait until the subscriber has handed out everything sent (a witness, bounded).
-	for wait := time.Now().Add(30 * time.Second); time.Now().Before(wait); time.Sleep(10 * time.Millisecond) {
+	arrived := func() int {
 		mu.Lock()
-		n := len(lat)
-		mu.Unlock()
-		if n >= sent {
-			break
+		defer mu.Unlock()
+		n := 0
+		for id := range committed {
+			if _, ok := received[id]; ok {
+				n++
+			}
 		}
+		return n
+	}
+	// Wait until the subscriber has handed out everything sent (a witness, bounded).
+	for wait := time.Now().Add(30 * time.Second); time.Now().Before(wait) && arrived() < sent; time.Sleep(10 * time.Millisecond) {
 	}
 	cancel()
 	<-done
+	if n := arrived(); n < sent {
+		return 0, fmt.Errorf("the subscriber handed out %d of %d live copies", n, sent)
+	}
 	mu.Lock()
 	defer mu.Unlock()
-	if len(lat) < sent {
-		return 0, fmt.Errorf("the subscriber handed out %d of %d live copies", len(lat), sent)
+	lat := make([]time.Duration, 0, sent)
+	for id, at := range committed {
+		lat = append(lat, max(received[id].Sub(at), 0))
 	}
 	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
 	p50, p99 := lat[len(lat)/2], lat[len(lat)*99/100]
