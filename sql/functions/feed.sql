@@ -19,8 +19,8 @@
 --   m × (name length byte, name, int8 next origin_seq) · 8 checksum (sha256 of all before).
 -- B means: every event of that origin with origin_seq < B in this scope has been handed to the
 -- reader. The local part is a position in this database only, honoured where the store id
--- (cluster system identifier, timeline, database, incarnation) matches; elsewhere the
--- boundaries are admitted and replayed inclusively. The checksum catches damage, not forgery:
+-- (system identifier, database, incarnation, the primary's timeline: _feed_store_id) matches;
+-- elsewhere the boundaries are admitted and replayed inclusively. The checksum catches damage, not forgery:
 -- a token only ever decides what its own holder reads again.
 
 -- _feed_row: one event as the feed hands it out (the batch is built as an array of these).
@@ -109,8 +109,10 @@ as $$
 $$;
 
 -- _feed_store_id names this database for the local part of a token: the cluster's system
--- identifier and timeline (a promoted standby or a point-in-time restore starts a new one), the
--- database, and the incarnation row (migration 029).
+-- identifier, the database, the incarnation row (migration 029) and, on a primary, the timeline
+-- it writes (a promoted standby or a point-in-time restore starts a new one); on a standby, the
+-- server's start time instead: a standby replays behind its primary and behind other standbys,
+-- so a position taken on one server is honoured by no other (admission and replay instead).
 create function streamseal._feed_store_id()
 returns bytea
 language sql
@@ -118,10 +120,11 @@ stable
 set search_path = pg_catalog, pg_temp
 as $$
     select pg_catalog.substr(pg_catalog.sha256(pg_catalog.convert_to(
-        s.system_identifier::text || '/' || c.timeline_id::text || '/' || d.oid::text || '/' || f.incarnation::text,
+        s.system_identifier::text || '/' || d.oid::text || '/' || f.incarnation::text || '/'
+        || case when pg_catalog.pg_is_in_recovery() then 'standby ' || pg_catalog.pg_postmaster_start_time()::text
+                else 'primary ' || pg_catalog.substr(pg_catalog.pg_walfile_name(pg_catalog.pg_current_wal_lsn()), 1, 8) end,
         'UTF8')), 1, 8)
-    from pg_catalog.pg_control_system() s, pg_catalog.pg_control_checkpoint() c, pg_catalog.pg_database d,
-         streamseal.feed_store f
+    from pg_catalog.pg_control_system() s, pg_catalog.pg_database d, streamseal.feed_store f
     where d.datname = pg_catalog.current_database()
 $$;
 
