@@ -47,6 +47,12 @@ var benchmarks = []struct {
 	{"tenant-checkpoints", "the checkpoint part of tenants alone: quiet round bytes, a round with every pair active, live events behind it", func(ctx context.Context, server *scratchdb.Server, quick bool, out io.Writer) error {
 		return bench.TenantCheckpoints(ctx, benchDatabases(server), pick(quick, bench.QuickTenantCheckpoints, bench.FullTenantCheckpoints), out)
 	}},
+	{"feed", "the application feed: read_feed through a store against a plain ordered scan of the same rows, commit-to-handler p99 under live copies, token bytes per origin", func(ctx context.Context, server *scratchdb.Server, quick bool, out io.Writer) error {
+		return onBenchService(ctx, server, func(pool *pgxpool.Pool) error {
+			_, err := bench.Feed(ctx, pool, pick(quick, bench.QuickFeed, bench.FullFeed), out)
+			return err
+		})
+	}},
 	{"backfill", "history delivered to a consumer that starts consuming a type: events/s, wire bytes against payload bytes, the origin's live appends during it against without", func(ctx context.Context, server *scratchdb.Server, quick bool, out io.Writer) error {
 		_, err := bench.Backfill(ctx, benchDatabases(server), pick(quick, bench.QuickBackfill, bench.FullBackfill), out)
 		return err

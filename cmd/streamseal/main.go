@@ -45,9 +45,11 @@ var commands = []struct {
 		func(ctx context.Context, inv invocation) error {
 			return execute(ctx, inv, &quarantineCmd{}, &quarantineOpts{})
 		}},
+	{spec{name: config.CommandTail, summary: "print the application feed (commit order) as JSON lines until interrupted; --types, --tenant, --resume TOKEN"},
+		func(ctx context.Context, inv invocation) error { return execute(ctx, inv, &tailCmd{}, &tailOpts{}) }},
 	{spec{name: config.CommandDemo, summary: "a walk-through on a throwaway database: append, stamp, digests, verification"},
 		func(ctx context.Context, inv invocation) error { return execute(ctx, inv, &demoCmd{}, &demoOpts{}) }},
-	{spec{name: config.CommandBench, args: "<" + strings.Join(benchmarkNames(), "|") + ">", summary: "run a benchmark: bench write|epochs|repair|detect|audit|tenants|tenant-checkpoints|backfill [--quick]", about: benchAbout},
+	{spec{name: config.CommandBench, args: "<" + strings.Join(benchmarkNames(), "|") + ">", summary: "run a benchmark: bench write|epochs|repair|detect|audit|tenants|tenant-checkpoints|feed|backfill [--quick]", about: benchAbout},
 		func(ctx context.Context, inv invocation) error { return execute(ctx, inv, &benchCmd{}, &benchOpts{}) }},
 	{spec{name: config.CommandNATSConfig, summary: "print the nats-server authorization block (least-privilege users) for a topology; --out DIR writes NKey seeds", about: natsConfigAbout},
 		func(ctx context.Context, inv invocation) error {

@@ -14,6 +14,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/streamseal/streamseal/controlplane/config"
+	"github.com/streamseal/streamseal/controlplane/feedhttp"
 	"github.com/streamseal/streamseal/controlplane/inbox"
 	"github.com/streamseal/streamseal/controlplane/node"
 	"github.com/streamseal/streamseal/controlplane/redact"
@@ -95,6 +96,15 @@ func (c *runCmd) Run(ctx context.Context, o *runOpts) error {
 		metricsListener = ln
 		c.onClose(func() { ln.Close() })
 	}
+	var feedListener net.Listener
+	if o.FeedAddr != "" {
+		ln, err := net.Listen("tcp", o.FeedAddr)
+		if err != nil {
+			return fmt.Errorf("--feed-addr %s: %w", o.FeedAddr, err)
+		}
+		feedListener = ln
+		c.onClose(func() { ln.Close() })
+	}
 
 	if o.Service != "" {
 		if err := store.ServiceNameSet(ctx, c.Pool, o.Service); err != nil {
@@ -140,6 +150,17 @@ func (c *runCmd) Run(ctx context.Context, o *runOpts) error {
 		}()
 		defer srv.Close()
 		c.Logger.Info("streamseal run: serving /metrics, /healthz, /readyz", "addr", o.MetricsAddr)
+	}
+	if feedListener != nil {
+		feedSrv := &feedhttp.Server{Pool: c.Pool, Metrics: feedhttp.NewMetrics(n.Metrics.Registry), Logger: c.Logger}
+		srv := &http.Server{Handler: feedSrv.Handler(), ReadHeaderTimeout: 5 * time.Second}
+		go func() {
+			if err := srv.Serve(feedListener); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				c.Logger.Error("streamseal run: feed server failed", "addr", o.FeedAddr, "err", err)
+			}
+		}()
+		defer srv.Close()
+		c.Logger.Info("streamseal run: serving the feed (SSE) on /feed", "addr", o.FeedAddr)
 	}
 	c.Logger.Info("streamseal run: control plane started", "service", c.Service, "nats", redact.String(url))
 	n.Wait()

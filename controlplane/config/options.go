@@ -27,10 +27,11 @@ const (
 	CommandBench      = "bench"
 	CommandNATSConfig = "nats-config"
 	CommandBackfill   = "backfill"
+	CommandTail       = "tail"
 )
 
 // Commands lists every command, in the order help shows them.
-var Commands = []string{CommandMigrate, CommandRun, CommandRepair, CommandBackfill, CommandAudit, CommandStatus, CommandQuarantine, CommandDemo, CommandBench, CommandNATSConfig}
+var Commands = []string{CommandMigrate, CommandRun, CommandRepair, CommandBackfill, CommandAudit, CommandStatus, CommandQuarantine, CommandTail, CommandDemo, CommandBench, CommandNATSConfig}
 
 // Defaults of the commands' own options.
 const (
@@ -55,6 +56,8 @@ type Options struct {
 	Consumes        []string      // run
 	Grants          Grants        // run
 	MetricsAddr     string        // run
+	FeedAddr        string        // run: serve the application feed (SSE) here
+	Resume          string        // tail: the token to resume from
 	StartTimeout    time.Duration // run
 	Origin          string        // repair, audit
 	Types           []string      // repair, backfill
@@ -217,7 +220,8 @@ func commandOptions(o *Options) []Option {
 		migrate, run, repair, audit, status, demo, bench = CommandMigrate, CommandRun, CommandRepair, CommandAudit, CommandStatus, CommandDemo, CommandBench
 		quarantine, backfill                             = CommandQuarantine, CommandBackfill
 	)
-	service := []string{migrate, run, repair, backfill, audit, status, quarantine}
+	tail := CommandTail
+	service := []string{migrate, run, repair, backfill, audit, status, quarantine, tail}
 	natsClients := []string{run, repair, backfill, audit}
 	return []Option{
 		{Flag: "database-url", Env: "STREAMSEAL_DATABASE_URL", Commands: service, Required: service,
@@ -290,6 +294,10 @@ func commandOptions(o *Options) []Option {
 			Unset: "off",
 			Help:  "serve /metrics, /healthz and /readyz on this address, e.g. :9464",
 			value: text(&o.MetricsAddr, "")},
+		{Flag: "feed-addr", Env: "STREAMSEAL_FEED_ADDR", Commands: []string{run},
+			Unset: "off",
+			Help:  "serve the application feed as Server-Sent Events on GET /feed?types=…&tenants=… here, e.g. :9465 (the SSE id is the resume token; reconnect with Last-Event-ID)",
+			value: text(&o.FeedAddr, "")},
 		{Flag: "start-timeout", Env: "STREAMSEAL_START_TIMEOUT", Commands: []string{run},
 			Help:  "at start, retry an unreachable database or NATS with backoff for this long, writing nothing until both answer",
 			value: durationIn(&o.StartTimeout, StartTimeoutDefault, time.Second, 24*time.Hour)},
@@ -300,6 +308,18 @@ func commandOptions(o *Options) []Option {
 		{Flag: "types", Commands: []string{repair, backfill}, Required: []string{repair, backfill},
 			Help:  "comma-separated event types to ask for",
 			value: list(&o.Types)},
+		{Flag: "types", Commands: []string{tail},
+			Unset: "every type",
+			Help:  "comma-separated event types to read",
+			value: list(&o.Types)},
+		{Flag: "tenant", Commands: []string{tail},
+			Unset: "every tenant",
+			Help:  "comma-separated tenants to read",
+			value: list(&o.Tenants)},
+		{Flag: "resume", Commands: []string{tail},
+			Unset: "from the beginning of the store",
+			Help:  "a resume token (the token of a printed line, an SSE id, feed.Subscriber.Token) to continue after",
+			value: text(&o.Resume, "")},
 		{Flag: "tenant", Commands: []string{repair}, Required: []string{repair},
 			Help:  "comma-separated tenants to ask for",
 			value: list(&o.Tenants)},

@@ -44,4 +44,5 @@
 {{ template "range_folds.sql" . }}
 {{ template "ledger.sql" . }}
 {{ template "sent_requests.sql" . }}
+{{ template "feed.sql" . }}
 {{ template "privileges.sql" . }}

@@ -67,6 +67,9 @@ grant execute on function streamseal.unsubscribe(text[], text) to streamseal_app
 grant execute on function streamseal.subscribed(text, text, text) to streamseal_application;
 grant execute on function streamseal.service_name() to streamseal_application;
 grant execute on function streamseal.version() to streamseal_application;
+-- The application feed (feed.sql): read in commit order with a resume token, and decode a token.
+grant execute on function streamseal.read_feed(text[], text[], text, integer) to streamseal_application;
+grant execute on function streamseal.feed_token(text) to streamseal_application;
 
 -- Status: the tables `streamseal status` reads (controlplane/status), so it runs as this role.
 grant select on table streamseal.known_origins to streamseal_application;

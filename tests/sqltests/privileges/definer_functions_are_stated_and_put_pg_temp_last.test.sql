@@ -16,7 +16,8 @@ select set_eq(
               ('streamseal.unsubscribe(text[],text,text[])'),
               ('streamseal.unsubscribe_all_tenants(text[],text)'),
               ('streamseal.subscribed(text,text,text)'),
-              ('streamseal.service_name()') $$,
+              ('streamseal.service_name()'),
+              ('streamseal.read_feed(text[],text[],text,integer)') $$,
     'the SECURITY DEFINER functions are exactly the stated entry points that read or write tables');
 select is_empty(
     $$ select p.oid::regprocedure::text, p.proconfig

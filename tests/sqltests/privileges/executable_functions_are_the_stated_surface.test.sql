@@ -20,7 +20,9 @@ select set_eq(
               ('streamseal.unsubscribe(text[],text)'),
               ('streamseal.subscribed(text,text,text)'),
               ('streamseal.service_name()'),
-              ('streamseal.version()') $$,
+              ('streamseal.version()'),
+              ('streamseal.read_feed(text[],text[],text,integer)'),
+              ('streamseal.feed_token(text)') $$,
     'the application role executes exactly the stated surface');
 select is_empty(
     $$ select p.oid::regprocedure::text
@@ -33,7 +35,7 @@ select is_empty(
        where ns.nspname = 'streamseal' and p.proname like '\_%'
          and has_function_privilege('streamseal_application', p.oid, 'EXECUTE') $$,
     'no private (_-prefixed) helper is executable by the application role');
-select is(streamseal.version(), '0.3.0', 'the surface above is version 0.3.0 of the code package');
+select is(streamseal.version(), '0.4.0', 'the surface above is version 0.4.0 of the code package');
 
 select * from finish();
 rollback;

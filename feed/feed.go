@@ -1,0 +1,225 @@
+// Package feed reads a streamseal store in commit order: every event the store takes (own events
+// once stamped, live copies, repairs, backfill) reaches a subscriber at least once, and a
+// subscriber that has seen a position never later finds a committed event behind it that it did
+// not see (DESIGN.md invariant 15). Progress is a resume token in the origins' own numbers: per
+// origin a boundary below which everything in scope was handed out, certified (never past a
+// lane's hole, never past the stamper), portable to any store holding the same origins.
+//
+// The rules live in SQL (streamseal.read_feed, sql/functions/feed.sql); this package schedules
+// them: it reads a batch inside a transaction, hands the handler that transaction (so the
+// handler can store the token atomically with its own writes), commits, and waits for the
+// store's NOTIFY when there is nothing to read. It does not poll while idle; only while the
+// horizon holds committed copies back (a long transaction still open) does it look again after
+// HeldRecheck (read_feed says so, from the same reads).
+package feed
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/streamseal/streamseal/controlplane/store"
+)
+
+// The refusals Subscribe and Read return (errors.Is); the error's text says why and what to do.
+var (
+	// ErrBadRequest: a malformed token, or one issued for another scope (HTTP 400).
+	ErrBadRequest = store.ErrFeedBadRequest
+	// ErrConflict: the history the token describes changed here (an origin's generation moved),
+	// or the token is ahead of this store (HTTP 409). Start without a token.
+	ErrConflict = store.ErrFeedConflict
+	// ErrGone: this store cannot serve what the token needs: an origin it does not hold in
+	// scope, or history below a boundary it no longer holds (HTTP 410).
+	ErrGone = store.ErrFeedGone
+)
+
+// Defaults.
+const (
+	// BatchSizeDefault is how many events one batch carries at most.
+	BatchSizeDefault = 500
+	// HeldRecheckDefault is how soon an idle subscriber reads again while committed copies wait
+	// behind an open transaction (no notification announces that transaction's end).
+	HeldRecheckDefault = 100 * time.Millisecond
+	// IdleFailsafeDefault bounds one idle wait for a notification; it is a failsafe, not a poll.
+	IdleFailsafeDefault = 10 * time.Minute
+)
+
+// Options select what a subscriber reads and where it starts.
+type Options struct {
+	// Types and Tenants scope the feed; nil means every type (tenant). A token resumes only the
+	// scope it was issued for.
+	Types   []string
+	Tenants []string
+	// Resume is a token from an earlier batch (Batch.Token, Subscriber.Token), issued by this
+	// store or by another holding the same origins; "" reads from the beginning of this store.
+	Resume string
+	// BatchSize bounds a batch (1 to 10000; 0 means BatchSizeDefault).
+	BatchSize int
+	// HeldRecheck: 0 means HeldRecheckDefault.
+	HeldRecheck time.Duration
+}
+
+// Event is one event of the feed.
+type Event struct {
+	EventID       uuid.UUID
+	Origin        string
+	OriginSeq     int64
+	TypeSeq       int64
+	Tenant        string
+	StreamID      string
+	StreamVersion int64
+	EventType     string
+	Flags         int32
+	Payload       []byte
+	Metadata      []byte
+	OccurredAt    time.Time
+	StoredAt      time.Time
+}
+
+// Batch is what a handler receives: events in feed order and the token that resumes after them.
+type Batch struct {
+	Events []Event
+	Token  string
+}
+
+// Handler takes one batch inside tx, the transaction the batch was read in. Returning nil
+// acknowledges the batch: tx commits and Token moves to batch.Token. Writing batch.Token with
+// tx stores it atomically with the handler's own writes. Returning an error rolls tx back and
+// stops the subscriber with that error; resuming from the last acknowledged token delivers the
+// batch again (at least once).
+type Handler func(ctx context.Context, tx pgx.Tx, batch Batch) error
+
+// Subscriber reads one scope of a store and hands batches to a handler.
+type Subscriber struct {
+	pool      *pgxpool.Pool
+	opts      Options
+	mu        sync.Mutex
+	token     string
+	delivered atomic.Int64
+}
+
+// NewSubscriber returns a subscriber of pool's store.
+func NewSubscriber(pool *pgxpool.Pool, opts Options) *Subscriber {
+	if opts.BatchSize == 0 {
+		opts.BatchSize = BatchSizeDefault
+	}
+	if opts.HeldRecheck <= 0 {
+		opts.HeldRecheck = HeldRecheckDefault
+	}
+	return &Subscriber{pool: pool, opts: opts, token: opts.Resume}
+}
+
+// Subscribe reads pool's store from opts.Resume and hands every batch to handler until ctx ends
+// (it returns ctx's error) or a read or the handler fails (it returns that error).
+func Subscribe(ctx context.Context, pool *pgxpool.Pool, opts Options, handler Handler) error {
+	return NewSubscriber(pool, opts).Run(ctx, handler)
+}
+
+// Token returns the token after the last acknowledged batch (or after the last empty read):
+// resuming from it repeats nothing acknowledged and skips nothing.
+func (s *Subscriber) Token() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.token
+}
+
+// Delivered counts the events handed to the handler and acknowledged.
+func (s *Subscriber) Delivered() int64 { return s.delivered.Load() }
+
+// Run is Subscribe on s.
+func (s *Subscriber) Run(ctx context.Context, handler Handler) error {
+	if s.opts.BatchSize < 1 || s.opts.BatchSize > 10000 {
+		return fmt.Errorf("feed: batch size %d is invalid: expected 1 to 10000", s.opts.BatchSize)
+	}
+	pooled, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return fmt.Errorf("feed: acquire the listening connection: %w", err)
+	}
+	conn := pooled.Hijack()
+	defer conn.Close(context.WithoutCancel(ctx))
+	for _, channel := range []string{store.ChannelFeed, store.ChannelStamped} {
+		if err := store.Listen(ctx, conn, channel); err != nil {
+			return fmt.Errorf("feed: %w", err)
+		}
+	}
+	held := s.opts.HeldRecheck
+	for {
+		n, heldCopies, err := s.step(ctx, handler)
+		if err != nil {
+			return err
+		}
+		if n > 0 {
+			held = s.opts.HeldRecheck
+			continue
+		}
+		// Idle: wait for a notification. While committed copies wait behind an open
+		// transaction, nothing announces its end: look again after a short, growing delay.
+		deadline := time.Now().Add(IdleFailsafeDefault)
+		if heldCopies > 0 {
+			deadline = time.Now().Add(held)
+			held = min(2*held, time.Second)
+		} else {
+			held = s.opts.HeldRecheck
+		}
+		if _, err := store.WaitNotification(ctx, conn, deadline); err != nil {
+			return err
+		}
+		// Several notifications are one wake-up.
+		if _, err := store.AbsorbNotifications(ctx, conn, time.Now()); err != nil {
+			return err
+		}
+	}
+}
+
+// step reads one batch and hands it to handler; it returns how many events it delivered and
+// how many committed copies wait behind an open transaction.
+func (s *Subscriber) step(ctx context.Context, handler Handler) (int, int64, error) {
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return 0, 0, fmt.Errorf("feed: begin: %w", err)
+	}
+	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
+	b, err := store.FeedRead(ctx, tx, store.FeedScope{Types: s.opts.Types, Tenants: s.opts.Tenants}, s.Token(), s.opts.BatchSize)
+	if err != nil {
+		return 0, 0, err
+	}
+	if len(b.Events) > 0 {
+		if err := handler(ctx, tx, Batch{Events: convert(b.Events), Token: b.Token}); err != nil {
+			return 0, 0, fmt.Errorf("feed: handler: %w", err)
+		}
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return 0, 0, fmt.Errorf("feed: commit: %w", err)
+	}
+	s.mu.Lock()
+	s.token = b.Token
+	s.mu.Unlock()
+	s.delivered.Add(int64(len(b.Events)))
+	return len(b.Events), b.Held, nil
+}
+
+// Read reads one batch of up to max events after token ("" from the beginning) outside any
+// subscription: for scripts and tools.
+func Read(ctx context.Context, db store.Querier, opts Options, token string, max int) (Batch, error) {
+	b, err := store.FeedRead(ctx, db, store.FeedScope{Types: opts.Types, Tenants: opts.Tenants}, token, max)
+	if err != nil {
+		return Batch{}, err
+	}
+	return Batch{Events: convert(b.Events), Token: b.Token}, nil
+}
+
+func convert(in []store.FeedEvent) []Event {
+	out := make([]Event, len(in))
+	for i, e := range in {
+		out[i] = Event{EventID: e.EventID, Origin: e.Origin, OriginSeq: e.OriginSeq, TypeSeq: e.TypeSeq, Tenant: e.Tenant,
+			StreamID: e.StreamID, StreamVersion: e.StreamVersion, EventType: e.EventType, Flags: int32(e.Flags),
+			Payload: e.Payload, Metadata: e.Metadata, OccurredAt: e.OccurredAt, StoredAt: e.StoredAt}
+	}
+	return out
+}
