@@ -343,7 +343,7 @@ func ownLane(t *testing.T, pool *pgxpool.Pool) []store.EventCopy {
 	t.Helper()
 	rows, err := pool.Query(context.Background(), `
 		select event_id, origin_seq, type_seq, tenant, stream_id, stream_version, event_type, payload, metadata::text::bytea
-		from streamseal.events where origin = 'orders' order by origin_seq`)
+		from streamseal.numbered_events where origin = 'orders' order by origin_seq`)
 	if err != nil {
 		t.Fatal(err)
 	}

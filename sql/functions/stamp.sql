@@ -82,6 +82,8 @@ begin
         select e.event_id, e.tenant, e.event_type, e.stream_id, e.flags, e.local_id, e.stored_at
         from streamseal.events e
         where e.event_id = any (queued_events) and e.origin = self and e.origin_seq is null
+        -- Locked in insertion order, as deleters that lock several rows should.
+        order by e.local_id
         for share
     ) b;
 
@@ -143,5 +145,32 @@ begin
     perform pg_catalog.pg_notify('streamseal_stamped', (base_seq + stamped_count)::text);
     return query select stamped_count, base_seq + stamped_count,
         pg_catalog.date_part('epoch', pg_catalog.clock_timestamp() - oldest_stored);
+end
+$$;
+
+-- _own_numbers_adopt moves numbers found on own events in streamseal.events into own_numbers, as
+-- migration 029 does for a database the previous release stamped. For bulk loaders (benches,
+-- tests) that write numbered own history straight into events with the write-path triggers
+-- disabled (with them enabled the insert is refused); call it before enabling them again.
+-- Returns how many events it moved.
+create function streamseal._own_numbers_adopt()
+returns bigint
+language plpgsql
+volatile
+set search_path = pg_catalog, pg_temp
+as $$
+declare
+    self text := streamseal.service_name();
+    moved bigint;
+begin
+    insert into streamseal.own_numbers (origin, origin_seq, type_seq, event_id, tenant, event_type)
+    select e.origin, e.origin_seq, e.type_seq, e.event_id, e.tenant, e.event_type
+    from streamseal.events e
+    where e.origin = self and e.origin_seq is not null;
+    get diagnostics moved = row_count;
+    update streamseal.events e
+    set origin_seq = null, type_seq = null
+    where e.origin = self and e.origin_seq is not null;
+    return moved;
 end
 $$;
