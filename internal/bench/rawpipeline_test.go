@@ -70,7 +70,7 @@ func TestRawPipeline_CopyMovesExactlyTheWindowsRows(t *testing.T) {
 	if err := (&stamper.Loop{Pool: origin}).Drain(ctx); err != nil {
 		t.Fatal(err)
 	}
-	want := rowsAsText(t, origin, "streamseal.events", 11, 41)
+	want := rowsAsText(t, origin, "streamseal.numbered_events", 11, 41)
 	if len(want) != 30 {
 		t.Fatalf("the origin holds %d events in [11, 41), want 30 (setup)", len(want))
 	}
