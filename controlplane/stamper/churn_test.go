@@ -97,8 +97,9 @@ func TestStamp_ChurnKeepsNumbersDenseAndDigestsTrue(t *testing.T) {
 			default:
 			}
 			// Own events' numbers live in own_numbers, and leave with the row (issue 16): lock
-			// the rows first (a stamp in progress finishes, none starts on them), then read
-			// their numbers through numbered_events in a fresh snapshot, then delete them.
+			// the rows and their queue rows first (a stamp in progress finishes, none starts on
+			// them), then read their numbers through numbered_events in a fresh snapshot, then
+			// delete them.
 			var batch []removed
 			err := pgx.BeginFunc(ctx, b.pool, func(tx pgx.Tx) error {
 				rows, err := tx.Query(ctx, `
@@ -114,6 +115,11 @@ func TestStamp_ChurnKeepsNumbersDenseAndDigestsTrue(t *testing.T) {
 				}
 				ids, err := pgx.CollectRows(rows, pgx.RowTo[uuid.UUID])
 				if err != nil {
+					return err
+				}
+				// And their queue rows, as the delete trigger will: a stamper that claimed them
+				// commits first, and none claims them after.
+				if _, err := tx.Exec(ctx, `select from streamseal.unstamped where event_id = any ($1) order by local_id for update`, ids); err != nil {
 					return err
 				}
 				rows, err = tx.Query(ctx, `

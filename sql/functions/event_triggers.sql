@@ -232,10 +232,27 @@ begin
         end if;
     end if;
 
-    -- An unstamped own event whose id changed stays queued under its new id.
-    update streamseal.unstamped u set event_id = p.a_event_id
-    from pg_catalog.unnest(pairs) p
-    where u.local_id = p.local_id and p.origin = self and p.origin_seq is null and p.a_event_id <> p.event_id;
+    -- An unstamped own event stays queued under its (new) id. Touching its queue row waits for a
+    -- stamper that claimed it (stamp.sql); if that stamper numbered it meanwhile, what its numbers
+    -- and fold were taken from must not change under them.
+    if exists (select from pg_catalog.unnest(pairs) p where p.origin = self and p.origin_seq is null) then
+        update streamseal.unstamped u set event_id = p.a_event_id
+        from pg_catalog.unnest(pairs) p
+        where u.local_id = p.local_id and p.origin = self and p.origin_seq is null;
+        select p.event_id into rewritten
+        from pg_catalog.unnest(pairs) p
+        join streamseal.own_numbers n on n.event_id = p.event_id
+        where p.origin = self and p.origin_seq is null
+          and (p.event_id, p.origin, p.tenant, p.stream_id, p.stream_version, p.event_type, p.flags, p.payload)
+              is distinct from
+              (p.a_event_id, p.a_origin, p.a_tenant, p.a_stream_id, p.a_stream_version, p.a_event_type, p.a_flags, p.a_payload)
+        limit 1;
+        if found then
+            raise exception 'event % was stamped while this statement changed it: its identity cannot change now; append a new event, or remove it with DELETE or streamseal.close_stream',
+                rewritten.event_id
+                using errcode = '40001';
+        end if;
+    end if;
 
     changes := array(
         select row(p.origin, p.origin_seq, p.tenant, p.event_type, p.stream_id, p.event_id, -1)::streamseal._counted_change

@@ -25,7 +25,6 @@ as $$
 declare
     self text := streamseal.service_name();
     base_seq bigint;
-    queued_ids bigint[];
     queued_events uuid[];
     event_ids uuid[];
     tenants text[];
@@ -51,26 +50,26 @@ begin
     perform pg_catalog.pg_advisory_xact_lock(pg_catalog.hashtextextended('streamseal.stamp', 0));
     select s.last_origin_seq into base_seq from streamseal.stamp_state s;
 
-    -- The queue (migration 029): committed own events not numbered yet, in insertion order. The
-    -- insert trigger queued each in its appending transaction, so only committed ones are visible.
-    select pg_catalog.array_agg(q.local_id order by q.local_id),
-           pg_catalog.array_agg(q.event_id order by q.local_id)
-    into queued_ids, queued_events
-    from (
-        select u.local_id, u.event_id
-        from streamseal.unstamped u
-        order by u.local_id
-        limit stamp.max_events
-    ) q;
-    if queued_ids is null then
+    -- The batch: claimed from the queue (migration 029), committed own events not numbered yet,
+    -- in insertion order. The insert trigger queued each in its appending transaction, so only
+    -- committed ones are visible. Claiming deletes (and so locks) the queue rows: a concurrent
+    -- DELETE or UPDATE of one of these events removes or touches its queue row in its trigger, so
+    -- it waits until the numbers are committed and then sees them (the event leaves with its
+    -- number recorded as removed; an update of what the numbers were taken from is refused). A
+    -- queue row whose event was deleted first is gone before we claim it. The events themselves
+    -- are neither updated nor locked: stamping is the narrow insert into own_numbers.
+    with claimed as (
+        delete from streamseal.unstamped u
+        where u.local_id = any (array(
+            select q.local_id from streamseal.unstamped q order by q.local_id limit stamp.max_events))
+        returning u.local_id, u.event_id
+    )
+    select pg_catalog.array_agg(c.event_id order by c.local_id) into queued_events from claimed c;
+    if queued_events is null then
         return query select 0, base_seq, null::double precision;
         return;
     end if;
 
-    -- The batch: those events, locked FOR SHARE so a concurrent DELETE (or an UPDATE of what the
-    -- numbers depend on) waits until they are numbered and folded, and cannot leave a gap. Events
-    -- deleted meanwhile are not found: their queue rows go below, unnumbered. The events are
-    -- never updated: stamping is the narrow insert into own_numbers.
     select pg_catalog.array_agg(b.event_id order by b.local_id),
            pg_catalog.array_agg(b.tenant order by b.local_id),
            pg_catalog.array_agg(b.event_type order by b.local_id),
@@ -82,14 +81,8 @@ begin
         select e.event_id, e.tenant, e.event_type, e.stream_id, e.flags, e.local_id, e.stored_at
         from streamseal.events e
         where e.event_id = any (queued_events) and e.origin = self and e.origin_seq is null
-        -- Locked in insertion order, as deleters that lock several rows should.
-        order by e.local_id
-        for share
     ) b;
-
-    delete from streamseal.unstamped u where u.local_id = any (queued_ids);
     if event_ids is null then
-        -- Only ghosts (events deleted before they were numbered): nothing to number.
         return query select 0, base_seq, null::double precision;
         return;
     end if;
@@ -130,7 +123,7 @@ begin
     into stamped_count, changes
     from stamped_rows;
 
-    -- GUARD: every locked row must have been numbered, or the counter would skip numbers.
+    -- GUARD: every claimed event must have been numbered, or the counter would skip numbers.
     if stamped_count <> pg_catalog.cardinality(event_ids) then
         raise exception 'stamp: numbered % of % locked events; refusing to leave a gap', stamped_count, pg_catalog.cardinality(event_ids)
             using errcode = 'XX000';
