@@ -197,7 +197,7 @@ begin
         select e.stream_id, e.tenant, e.event_type,
                pg_catalog.bit_xor(streamseal._h0(e.event_id)), pg_catalog.bit_xor(streamseal._h1(e.event_id)),
                pg_catalog.count(*)
-        from streamseal.numbered_events e cross join bounds b
+        from streamseal.event_numbers e cross join bounds b
         where not whole_history and e.origin = stream_digests_page.lane
           and e.origin_seq >= stream_digests_page.from_seq and e.origin_seq < b.watermark
           and streamseal._counts_in_digest(e.origin_seq, e.flags)

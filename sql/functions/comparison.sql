@@ -386,7 +386,7 @@ begin
         select e.stream_id, e.tenant, e.event_type,
                pg_catalog.bit_xor(streamseal._h0(e.event_id)), pg_catalog.bit_xor(streamseal._h1(e.event_id)),
                pg_catalog.count(*)
-        from streamseal.numbered_events e
+        from streamseal.event_numbers e
         where (select not b.whole_history from bounds b) and e.origin = compare_stream_digests.origin
           and e.origin_seq >= compare_stream_digests.from_seq and e.origin_seq < compare_stream_digests.to_seq
           and streamseal._counts_in_digest(e.origin_seq, e.flags)

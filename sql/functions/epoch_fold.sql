@@ -14,7 +14,7 @@ as $$
            pg_catalog.bit_xor(streamseal._h0(e.event_id)),
            pg_catalog.bit_xor(streamseal._h1(e.event_id)),
            pg_catalog.count(*)
-    from streamseal.numbered_events e
+    from streamseal.event_numbers e
     where e.origin = _epoch_fold.lane
       and e.origin_seq >= _epoch_fold.from_seq
       and e.origin_seq < _epoch_fold.to_seq

@@ -232,6 +232,13 @@ begin
         end if;
     end if;
 
+    -- A numbered own event's flags and stream follow it into own_numbers (its other keys cannot
+    -- change: the guard above).
+    update streamseal.own_numbers n set flags = p.a_flags, stream_id = p.a_stream_id
+    from pg_catalog.unnest(pairs) p
+    where p.numbered_apart and n.event_id = p.event_id
+      and (p.flags, p.stream_id) is distinct from (p.a_flags, p.a_stream_id);
+
     -- An unstamped own event stays queued under its (new) id. Touching its queue row waits for a
     -- stamper that claimed it (stamp.sql); if that stamper numbered it meanwhile, what its numbers
     -- and fold were taken from must not change under them.

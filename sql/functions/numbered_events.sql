@@ -29,3 +29,16 @@ union all
 select o.event_id, o.local_id, o.origin, o.origin_seq, o.type_seq, o.tenant, o.stream_id,
        o.stream_version, o.event_type, o.flags, o.payload, o.metadata, o.occurred_at, o.stored_at
 from streamseal.own_events o;
+
+-- event_numbers: every numbered event's keys without its row: copies' from events, own events'
+-- from own_numbers (which carries them). Readers that fold, count or window by number and need
+-- no payload (epoch folds, checkpoints, windowed stream digests, unservable ranges, destruction
+-- holds) read this: each arm is one index range read, and own events never reach the wide
+-- events rows (through numbered_events each would cost a probe of events by event_id).
+create or replace view streamseal.event_numbers as
+select e.origin, e.origin_seq, e.type_seq, e.event_id, e.tenant, e.event_type, e.stream_id, e.flags
+from streamseal.events e
+where e.origin_seq is not null
+union all
+select n.origin, n.origin_seq, n.type_seq, n.event_id, n.tenant, n.event_type, n.stream_id, n.flags
+from streamseal.own_numbers n;

@@ -446,7 +446,7 @@ begin
                          and (redelivery_unservable.from_seq is null or e.origin_seq >= redelivery_unservable.from_seq)
                          and (redelivery_unservable.to_seq is null or e.origin_seq < redelivery_unservable.to_seq)
                    ) as at_most_once
-            from streamseal.own_events e
+            from streamseal.event_numbers e
             where e.origin = self and e.tenant = p.tenant and e.event_type = p.event_type
               -- The bounds let an index on (origin, tenant, event_type, type_seq) serve the read.
               and e.type_seq >= pg_catalog.lower(p.asked) and e.type_seq < pg_catalog.upper(p.asked)
@@ -454,7 +454,7 @@ begin
         ) held
     ), window_held as (
         select coalesce(pg_catalog.range_agg(pg_catalog.int8range(e.origin_seq, e.origin_seq + 1)), '{}') as present
-        from streamseal.own_events e
+        from streamseal.event_numbers e
         where window_asked and e.origin = self and e.origin_seq >= lo and e.origin_seq < hi
     ), window_reaped as (
         -- Reaped own ephemeral events (reap_ephemeral) in the window: named with their tenant and
@@ -467,7 +467,7 @@ begin
         where window_asked
     ), window_at_most_once as (
         select e.tenant, e.event_type, pg_catalog.range_agg(pg_catalog.int8range(e.origin_seq, e.origin_seq + 1)) as origin_seqs
-        from streamseal.own_events e
+        from streamseal.event_numbers e
         where window_asked and e.origin = self and e.origin_seq >= lo and e.origin_seq < hi
           and e.flags in (2, 3, 6, 7) -- at-most-once (bit 2), spelled as values: see select_redelivery
           and e.tenant = any (redelivery_unservable.tenants)

@@ -110,8 +110,8 @@ begin
         group by n.tenant, n.event_type
         on conflict (tenant, event_type) do update set last_type_seq = excluded.last_type_seq
     ), stamped_rows as (
-        insert into streamseal.own_numbers (origin, origin_seq, type_seq, event_id, tenant, event_type)
-        select self, n.origin_seq, n.type_seq, n.event_id, n.tenant, n.event_type
+        insert into streamseal.own_numbers (origin, origin_seq, type_seq, event_id, tenant, event_type, stream_id, flags)
+        select self, n.origin_seq, n.type_seq, n.event_id, n.tenant, n.event_type, n.stream_id, n.flags
         from numbered n
         order by n.origin_seq
         returning 1
@@ -156,8 +156,8 @@ declare
     self text := streamseal.service_name();
     moved bigint;
 begin
-    insert into streamseal.own_numbers (origin, origin_seq, type_seq, event_id, tenant, event_type)
-    select e.origin, e.origin_seq, e.type_seq, e.event_id, e.tenant, e.event_type
+    insert into streamseal.own_numbers (origin, origin_seq, type_seq, event_id, tenant, event_type, stream_id, flags)
+    select e.origin, e.origin_seq, e.type_seq, e.event_id, e.tenant, e.event_type, e.stream_id, e.flags
     from streamseal.events e
     where e.origin = self and e.origin_seq is not null;
     get diagnostics moved = row_count;

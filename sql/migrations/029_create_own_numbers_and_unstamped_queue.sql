@@ -15,9 +15,11 @@
 -- queued so the new stamper numbers them; the counters (stamp_state, type_seq_counters) carry on,
 -- so no number is reused.
 
--- own_numbers: the numbers the stamper gave each own event still stored. origin is always this
--- service's name; it is a column so that a reader of another origin's lane finds nothing here by
--- index (the view joins on it). A deleted own event's row goes with it (event_triggers.sql); its
+-- own_numbers: the numbers the stamper gave each own event still stored, with the event's keys
+-- (event_id, tenant, event_type, stream_id, flags: what folds, checkpoints and windows read), so
+-- those readers never reach the wide events rows. origin is always this service's name; it is a
+-- column so that a reader of another origin's lane finds nothing here by index. A deleted own
+-- event's row goes with it and a flags or stream change follows it (event_triggers.sql); a
 -- number is never reused (stamp_state).
 create table streamseal.own_numbers (
     origin text not null,
@@ -28,6 +30,8 @@ create table streamseal.own_numbers (
     event_id uuid not null,
     tenant text not null,
     event_type text not null,
+    stream_id text not null,
+    flags integer not null,
     primary key (origin, origin_seq),
     constraint own_numbers_event_id unique (event_id),
     constraint own_numbers_type_seq unique (origin, tenant, event_type, type_seq)
@@ -50,8 +54,8 @@ from streamseal.events e
 where e.origin_seq is null
   and e.origin = (select s.name from streamseal.service s);
 
-insert into streamseal.own_numbers (origin, origin_seq, type_seq, event_id, tenant, event_type)
-select e.origin, e.origin_seq, e.type_seq, e.event_id, e.tenant, e.event_type
+insert into streamseal.own_numbers (origin, origin_seq, type_seq, event_id, tenant, event_type, stream_id, flags)
+select e.origin, e.origin_seq, e.type_seq, e.event_id, e.tenant, e.event_type, e.stream_id, e.flags
 from streamseal.events e
 where e.origin_seq is not null
   and e.origin = (select s.name from streamseal.service s);
