@@ -89,8 +89,9 @@ declare
     generation bigint;
 begin
     -- Unstamped own events leave the stamper's queue (nothing to number: no gap, no ghost).
+    -- By key arrays: one index probe each, never a join the planner may turn into a scan.
     delete from streamseal.unstamped u
-    where u.local_id in (select d.local_id from deleted d where d.origin = self and d.origin_seq is null);
+    where u.local_id = any (array(select d.local_id from deleted d where d.origin = self and d.origin_seq is null));
 
     -- Copies and own events stamped before issue 16 carry their numbers; own events numbered in
     -- own_numbers take them from there as their rows go.
@@ -101,7 +102,7 @@ begin
     if exists (select from deleted d where d.origin = self and d.origin_seq is null) then
         with gone as (
             delete from streamseal.own_numbers n
-            where n.event_id in (select d.event_id from deleted d where d.origin = self and d.origin_seq is null)
+            where n.event_id = any (array(select d.event_id from deleted d where d.origin = self and d.origin_seq is null))
             returning n.origin, n.origin_seq, n.tenant, n.event_type, n.event_id
         )
         select pg_catalog.array_agg(row(g.origin, g.origin_seq, g.tenant, g.event_type, d.stream_id, d.event_id, -1)::streamseal._counted_change)
