@@ -6,10 +6,10 @@
 
 -- stamp numbers up to max_events committed, unstamped own events in insertion order: origin_seq
 -- dense per service, type_seq dense per (tenant, event_type). One set-based narrow insert into
--- own_numbers (events are never updated: issue 16), then the digest fold of what it numbered. Returns how many it stamped, the lane's last origin_seq
--- (stamped now or before) and how long the batch's oldest event waited since it was stored (the
--- stamper lag; null when it stamped none), and NOTIFYs 'streamseal_stamped' with that number
--- when it stamped any.
+-- own_numbers (events are never updated: issue 16), then the digest fold of what it numbered.
+-- Returns how many it stamped, the lane's last origin_seq (stamped now or before) and how long
+-- the batch's oldest event waited since it was stored (the stamper lag; null when it stamped
+-- none), and NOTIFYs 'streamseal_stamped' with that number when it stamped any.
 create function streamseal.stamp(max_events integer default 10000)
 returns table (stamped integer, last_origin_seq bigint, oldest_wait_seconds double precision)
 language plpgsql
