@@ -86,6 +86,10 @@ type Event struct {
 type Batch struct {
 	Events []Event
 	Token  string
+	// Held counts committed copies this read could not hand out yet: an open transaction (of
+	// any database in the cluster) that began before they landed holds them. An empty batch
+	// with Held > 0 is not "caught up": read again.
+	Held int64
 }
 
 // Handler takes one batch inside tx, the transaction the batch was read in. Returning nil
@@ -211,7 +215,7 @@ func Read(ctx context.Context, db store.Querier, opts Options, token string, max
 	if err != nil {
 		return Batch{}, err
 	}
-	return Batch{Events: convert(b.Events), Token: b.Token}, nil
+	return Batch{Events: convert(b.Events), Token: b.Token, Held: b.Held}, nil
 }
 
 func convert(in []store.FeedEvent) []Event {
