@@ -45,12 +45,14 @@ begin
 end
 $$;
 
--- _stream_walk returns the next n events of lane in (stream_id, stream_version) order after the
--- cursor (from the start when after_stream is null), always by walking the
+-- _stream_walk returns the next n numbered events of lane in (stream_id, stream_version) order
+-- after the cursor (from the start when after_stream is null), always by walking the
 -- (origin, stream_id, stream_version) index: sorts and bitmap scans are switched off here, so a
 -- table whose statistics predate a bulk load cannot turn the walk into a read of the whole lane.
+-- The own lane's numbers are in own_numbers (own_events, issue 16); a copied lane's (a service
+-- answering a backfill with forwarded copies, backfill_answers.sql) in events.
 create function streamseal._stream_walk(lane text, after_stream text, after_version bigint, n integer)
-returns setof streamseal.own_events
+returns setof streamseal.numbered_events
 language plpgsql
 stable
 set search_path = pg_catalog, pg_temp
@@ -60,16 +62,33 @@ set enable_seqscan = off
 set plan_cache_mode = force_custom_plan
 as $$
 begin
-    if _stream_walk.after_stream is null then
+    if _stream_walk.lane = streamseal.service_name() and _stream_walk.after_stream is null then
         return query
         select e.* from streamseal.own_events e
         where e.origin = _stream_walk.lane
         order by e.origin, e.stream_id, e.stream_version
         limit _stream_walk.n;
-    else
+    elsif _stream_walk.lane = streamseal.service_name() then
         return query
         select e.* from streamseal.own_events e
         where e.origin = _stream_walk.lane
+          and (e.stream_id, e.stream_version) > (_stream_walk.after_stream, _stream_walk.after_version)
+        order by e.origin, e.stream_id, e.stream_version
+        limit _stream_walk.n;
+    elsif _stream_walk.after_stream is null then
+        return query
+        select e.event_id, e.local_id, e.origin, e.origin_seq, e.type_seq, e.tenant, e.stream_id,
+               e.stream_version, e.event_type, e.flags, e.payload, e.metadata, e.occurred_at, e.stored_at
+        from streamseal.events e
+        where e.origin = _stream_walk.lane and e.origin_seq is not null
+        order by e.origin, e.stream_id, e.stream_version
+        limit _stream_walk.n;
+    else
+        return query
+        select e.event_id, e.local_id, e.origin, e.origin_seq, e.type_seq, e.tenant, e.stream_id,
+               e.stream_version, e.event_type, e.flags, e.payload, e.metadata, e.occurred_at, e.stored_at
+        from streamseal.events e
+        where e.origin = _stream_walk.lane and e.origin_seq is not null
           and (e.stream_id, e.stream_version) > (_stream_walk.after_stream, _stream_walk.after_version)
         order by e.origin, e.stream_id, e.stream_version
         limit _stream_walk.n;
