@@ -421,6 +421,32 @@ func TestFeed_CopyHeldBehindASilentTransactionArrivesWhenItEnds(t *testing.T) {
 	testrun.WaitFor(t, "the held copy reaches the live reader", func() bool { return c.has(1) })
 }
 
+// Invariant 15, liveness: the horizon is this database's, not the cluster's. A transaction that
+// holds an xid in ANOTHER database of the same cluster cannot land a row here, so it holds
+// nothing back; one in this database still does (the test above).
+func TestFeed_AnOpenTransactionOfAnotherDatabaseHoldsNothingBack(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := dbtest.NewPool(t, "billing")
+	elsewhere := dbtest.NewPool(t, "shipping")
+	open, err := elsewhere.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer open.Rollback(ctx)
+	if _, err := open.Exec(ctx, "select pg_current_xact_id()"); err != nil { // takes an xid, in the other database
+		t.Fatal(err)
+	}
+	ingest(t, pool, 1)
+	b, err := store.FeedRead(ctx, pool, store.FeedScope{}, "", 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(b.Events) != 1 || b.Held != 0 {
+		t.Fatalf("beside another database's open transaction a read got %d events and held %d, want 1 and 0", len(b.Events), b.Held)
+	}
+}
+
 // Invariant 15, a restored copy: billing's token (boundary 5: 1-4 taken) resumes on a copy of
 // billing restored from an earlier state (it holds 1 and 2): admitted (another database: its
 // position is not honoured) and replayed from 5. As the copy catches up by repair (3, 4, landing

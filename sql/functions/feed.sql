@@ -4,12 +4,13 @@
 -- (Subscribe), `streamseal run --feed-addr` (SSE), `streamseal tail`, and applications directly.
 --
 -- Commit order without a sequencer for copies: each row records the transaction that landed it
--- (events.landed_xid, migration 031). A reader takes copies with landed_xid below its
--- snapshot's xmin, in (landed_xid, local_id) order: every transaction that could still commit a
--- row has an xid at or above that horizon, so past a position a reader never later finds a
--- committed row below it. Own events come by origin_seq up to what the stamper certified (it
--- numbers in commit order, invariant 7). A long-running transaction that holds an xid holds the
--- copies' delivery back until it ends (feed_horizon reports it).
+-- (events.landed_xid, migration 031). A reader takes copies with landed_xid below the horizon
+-- (_feed_horizon: the lowest xid of this database still in progress in its snapshot), in
+-- (landed_xid, local_id) order: every transaction that could still commit a row here has an xid
+-- at or above that horizon, so past a position a reader never later finds a committed row below
+-- it. Own events come by origin_seq up to what the stamper certified (it numbers in commit
+-- order, invariant 7). A long-running transaction of this database that holds an xid holds the
+-- copies' delivery back until it ends (feed_horizon reports it); one of another database does not.
 --
 -- Token v1, bytes (big-endian integers), then base64url without padding:
 --   [0] version 1 · [1] flags (1 = local part present) · 8 scope digest · 8 membership digest ·
@@ -211,6 +212,31 @@ as $$
     from streamseal.lanes l
     where l.origin = _feed_lane_bound.origin
       and streamseal._feed_in_scope(_feed_lane_bound.event_types, _feed_lane_bound.tenants, l.tenant, l.event_type)
+$$;
+
+-- _feed_horizon: copies that landed below it are committed and visible to this statement's
+-- snapshot, and no row can later commit below it. It is the lowest xid still in progress in the
+-- snapshot, skipping the ones that pg_stat_activity places in ANOTHER database (they cannot land
+-- a row here: a long transaction elsewhere in the cluster holds nothing back), and the
+-- snapshot's xmax when none is left. Only a positive sighting exempts an xid: one that ended
+-- before pg_stat_activity was read, a prepared transaction or a stale statistics snapshot
+-- keeps it in, which only holds rows back a little longer, never lets one be skipped.
+create function streamseal._feed_horizon()
+returns xid8
+language sql
+stable
+set search_path = pg_catalog, pg_temp
+as $$
+    select coalesce(
+        (select pg_catalog.min(x.xid)
+         from pg_catalog.pg_snapshot_xip(q.snap) x(xid)
+         where not exists (
+             select from pg_catalog.pg_stat_activity a
+             where a.backend_xid = pg_catalog.xid(x.xid)
+               and a.datid is not null
+               and a.datid <> (select d.oid from pg_catalog.pg_database d where d.datname = pg_catalog.current_database()))),
+        pg_catalog.pg_snapshot_xmax(q.snap))
+    from (select pg_catalog.pg_current_snapshot() as snap) q
 $$;
 
 -- _feed_retention_problem says why this store cannot replay origin from boundary (null: it
@@ -572,7 +598,7 @@ begin
             from rows from (pg_catalog.unnest(members), pg_catalog.unnest(generations), pg_catalog.unnest(boundaries)) u(m, g, b);
             members := coalesce(members, '{}'); generations := coalesce(generations, '{}'); boundaries := coalesce(boundaries, '{}');
             -- Replay every copied origin held here (a loose index scan), from its boundary.
-            live_start := pg_catalog.pg_snapshot_xmin(pg_catalog.pg_current_snapshot())::text::bigint;
+            live_start := streamseal._feed_horizon()::text::bigint;
             copies_xid := live_start;
             copies_local_id := 0;
             with recursive o as (
@@ -661,7 +687,7 @@ begin
 
         -- Copies in commit order, below the horizon: one statement, one snapshot.
         if copies_xid >= 0 and remaining > 0 then
-            with hz as (select pg_catalog.pg_snapshot_xmin(pg_catalog.pg_current_snapshot()) as h),
+            with hz as (select streamseal._feed_horizon() as h),
             taken as (
                 select e.event_id, e.origin, e.origin_seq, e.type_seq, e.tenant, e.stream_id, e.stream_version,
                        e.event_type, e.flags, e.payload, e.metadata, e.occurred_at, e.stored_at, e.landed_xid, e.local_id
@@ -758,18 +784,20 @@ end
 $$;
 
 -- feed_horizon: what holds the copies' delivery back, for the metrics and `streamseal status`:
--- committed copies the horizon withholds (at or above the snapshot's xmin) and the age of the
--- oldest transaction holding that xmin.
+-- committed copies the horizon withholds (_feed_horizon) and the age of the oldest transaction
+-- of this database holding it.
 create function streamseal.feed_horizon(out held_copies bigint, out oldest_xact_seconds double precision)
 language sql
 stable
 set search_path = pg_catalog, pg_temp
 as $$
     select (select pg_catalog.count(*) from streamseal.events e
-            where e.origin_seq is not null and e.landed_xid >= pg_catalog.pg_snapshot_xmin(pg_catalog.pg_current_snapshot())
+            where e.origin_seq is not null and e.landed_xid >= streamseal._feed_horizon()
               and e.origin <> streamseal.service_name()),
            (select pg_catalog.date_part('epoch', pg_catalog.clock_timestamp() - pg_catalog.min(a.xact_start))
-            from pg_catalog.pg_stat_activity a where a.backend_xid is not null)
+            from pg_catalog.pg_stat_activity a
+            where a.backend_xid is not null
+              and (a.datid is null or a.datid = (select d.oid from pg_catalog.pg_database d where d.datname = pg_catalog.current_database())))
 $$;
 
 -- _feed_notify wakes feed readers (LISTEN streamseal_feed) when rows land; a stamp batch wakes
