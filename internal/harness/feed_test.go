@@ -42,8 +42,9 @@ func TestFeed_ARepairLandingBelowALiveReaderReachesItAndItsHoleToken(t *testing.
 	waitFor(t, "billing's lane born", services, func() bool { return laneFloor(t, billing, "orders", "acme", placed[0]) == 1 })
 
 	var (
-		mu   sync.Mutex
-		seen = map[uuid.UUID]int{}
+		mu      sync.Mutex
+		seen    = map[uuid.UUID]int{}
+		handled int64 // events handed to the handler; Delivered() reaches it once they are acknowledged
 	)
 	sub := feed.NewSubscriber(billing.Pool, feed.Options{Types: placed})
 	runCtx, cancel := context.WithCancel(ctx)
@@ -55,6 +56,7 @@ func TestFeed_ARepairLandingBelowALiveReaderReachesItAndItsHoleToken(t *testing.
 			for _, e := range b.Events {
 				seen[e.EventID]++
 			}
+			handled += int64(len(b.Events))
 			return nil
 		})
 	}()
@@ -77,7 +79,12 @@ func TestFeed_ARepairLandingBelowALiveReaderReachesItAndItsHoleToken(t *testing.
 	if _, err := store.EventsAppend(ctx, orders.Pool, events); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the live reader passes the hole (4 read, 3 lost)", services, func() bool { return got(events[2].EventID) })
+	// The handler sees a batch before it is acknowledged and Token() moves: wait for both.
+	waitFor(t, "the live reader passes the hole (4 read and acknowledged, 3 lost)", services, func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return seen[events[2].EventID] > 0 && sub.Delivered() >= handled
+	})
 	holeToken := sub.Token()
 	droppedSeq, _, _ := typeSeqOf(t, orders, dropped.EventID)
 	bounds, err := store.FeedTokenBoundaries(ctx, billing.Pool, holeToken)
