@@ -234,6 +234,14 @@ func scatteredDamage(ctx context.Context, w *World, size Size, f *Figures) error
 	if _, _, err := WaitConverged(ctx, origin, consumer, types, time.Now()); err != nil {
 		return fmt.Errorf("before the damage: %w", err)
 	}
+	// An audit asks the origins this service learned from verified checkpoints; the inbox
+	// verifies them at its own pace (checkpoint_inbox), so converged copies do not imply it yet.
+	if err := Until(ctx, "the consumer knows the origin from a verified checkpoint", func() (bool, error) {
+		n, err := count(ctx, consumer, "select count(*) from streamseal.known_origins where origin = $1", origin.Name)
+		return n == 1, err
+	}); err != nil {
+		return err
+	}
 	// Delete copies below every lane floor: none of the newest 5% of each type.
 	deleted, err := count(ctx, consumer, `
 		with below as (
