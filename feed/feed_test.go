@@ -439,13 +439,17 @@ func TestFeed_AnOpenTransactionOfAnotherDatabaseHoldsNothingBack(t *testing.T) {
 		t.Fatal(err)
 	}
 	ingest(t, pool, 1)
-	b, err := store.FeedRead(ctx, pool, store.FeedScope{}, "", 10)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(b.Events) != 1 || b.Held != 0 {
-		t.Fatalf("beside another database's open transaction a read got %d events and held %d, want 1 and 0", len(b.Events), b.Held)
-	}
+	// A read may still hold the copy for a moment: a transaction of a test beside this one that
+	// ended between the read's snapshot and its look at pg_stat_activity is not seen there, and
+	// only a sighting exempts. The other database's transaction stays open throughout: with the
+	// cluster's xmin as the horizon, no read returns the copy until it ends.
+	testrun.WaitFor(t, "a read beside the other database's open transaction returns the copy", func() bool {
+		b, err := store.FeedRead(ctx, pool, store.FeedScope{}, "", 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(b.Events) == 1 && b.Held == 0
+	})
 }
 
 // Invariant 15, a restored copy: billing's token (boundary 5: 1-4 taken) resumes on a copy of
