@@ -43,7 +43,7 @@ func ownLane(t *testing.T, pool *pgxpool.Pool) []store.EventCopy {
 	t.Helper()
 	rows, err := pool.Query(context.Background(), `
 		select event_id, origin, origin_seq, type_seq, tenant, stream_id, stream_version, event_type, flags, payload
-		from streamseal.events where origin = streamseal.service_name() order by origin_seq`)
+		from streamseal.numbered_events where origin = streamseal.service_name() order by origin_seq`)
 	if err != nil {
 		t.Fatal(err)
 	}

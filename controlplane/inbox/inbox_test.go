@@ -873,7 +873,7 @@ func copiesOf(t *testing.T, pool *pgxpool.Pool, origin string) []store.EventCopy
 	t.Helper()
 	rows, err := pool.Query(context.Background(), `
 		select event_id, origin_seq, type_seq, tenant, stream_id, stream_version, event_type, payload, occurred_at
-		from streamseal.events where origin = $1 order by origin_seq`, origin)
+		from streamseal.numbered_events where origin = $1 order by origin_seq`, origin)
 	if err != nil {
 		t.Error(err)
 		return nil

@@ -47,7 +47,7 @@ func TestMaintenance_ReapsEphemeralEventsPastTheGrace(t *testing.T) {
 	if err := w.Work(ctx, nil); err != nil {
 		t.Fatal(err)
 	}
-	rows, err := pool.Query(ctx, "select event_id from streamseal.events order by origin_seq")
+	rows, err := pool.Query(ctx, "select event_id from streamseal.numbered_events order by origin_seq")
 	if err != nil {
 		t.Fatal(err)
 	}

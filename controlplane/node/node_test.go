@@ -228,7 +228,7 @@ func TestNode(t *testing.T) {
 		start(t, n)
 		testrun.WaitFor(t, "the live event and the repaired one stored", func() bool {
 			var n int
-			err := b.pool.QueryRow(ctx, `select count(*) from streamseal.events
+			err := b.pool.QueryRow(ctx, `select count(*) from streamseal.numbered_events
 				where (event_id, origin_seq, payload) in (($1, 1, $2), ($3, 2, $4))`, live.EventID, live.Payload, repaired, payload).Scan(&n)
 			return err == nil && n == 2
 		})

@@ -63,7 +63,7 @@ func lane(t *testing.T, pool *pgxpool.Pool, origin string) []store.EventCopy {
 	rows, err := pool.Query(context.Background(), `
 		select event_id, origin_seq, type_seq, tenant, stream_id, stream_version, event_type, flags, payload,
 		       metadata::text::bytea, occurred_at
-		from streamseal.events where origin = $1 order by origin_seq`, origin)
+		from streamseal.numbered_events where origin = $1 order by origin_seq`, origin)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -195,7 +195,7 @@ func TestRelay(t *testing.T) {
 		if _, err := b.pool.Exec(ctx, `
 			create function public.refuse_at_commit() returns trigger language plpgsql as
 			$$ begin raise exception 'stamp refused at commit'; end $$;
-			create constraint trigger refuse_stamp after update on streamseal.events
+			create constraint trigger refuse_stamp after insert on streamseal.own_numbers
 			deferrable initially deferred for each row execute function public.refuse_at_commit()`); err != nil {
 			t.Fatal(err)
 		}
@@ -208,7 +208,7 @@ func TestRelay(t *testing.T) {
 			t.Fatalf("the stream holds %d events of a stamp that never committed", n)
 		}
 
-		if _, err := b.pool.Exec(ctx, "drop trigger refuse_stamp on streamseal.events"); err != nil {
+		if _, err := b.pool.Exec(ctx, "drop trigger refuse_stamp on streamseal.own_numbers"); err != nil {
 			t.Fatal(err)
 		}
 		b.published.await(t, 3)
@@ -424,7 +424,7 @@ func ownLane(t *testing.T, pool *pgxpool.Pool) []store.EventCopy {
 	t.Helper()
 	rows, err := pool.Query(context.Background(), `
 		select event_id, origin_seq, type_seq, tenant, stream_id, stream_version, event_type, payload, metadata::text::bytea
-		from streamseal.events where origin = 'orders' order by origin_seq`)
+		from streamseal.numbered_events where origin = 'orders' order by origin_seq`)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -96,33 +96,62 @@ func TestStamp_ChurnKeepsNumbersDenseAndDigestsTrue(t *testing.T) {
 				return
 			default:
 			}
-			rows, err := b.pool.Query(ctx, `
-				delete from streamseal.events
-				where event_id = any (array(
+			// Own events' numbers live in own_numbers, and leave with the row (issue 16): lock
+			// the rows and their queue rows first (a stamp in progress finishes, none starts on
+			// them), then read their numbers through numbered_events in a fresh snapshot, then
+			// delete them.
+			var batch []removed
+			err := pgx.BeginFunc(ctx, b.pool, func(tx pgx.Tx) error {
+				rows, err := tx.Query(ctx, `
 					select e.event_id from streamseal.events e
-					where e.origin = case when random() < 0.8 then streamseal.service_name() else 'upstream' end
-					order by random() limit 3))
-				returning origin = streamseal.service_name(), origin_seq, type_seq, tenant, event_type`)
+					where e.event_id = any (array(
+						select x.event_id from streamseal.events x
+						where x.origin = case when random() < 0.8 then streamseal.service_name() else 'upstream' end
+						order by random() limit 3))
+					order by e.local_id
+					for update`)
+				if err != nil {
+					return err
+				}
+				ids, err := pgx.CollectRows(rows, pgx.RowTo[uuid.UUID])
+				if err != nil {
+					return err
+				}
+				// And their queue rows, as the delete trigger will: a stamper that claimed them
+				// commits first, and none claims them after.
+				if _, err := tx.Exec(ctx, `select from streamseal.unstamped where event_id = any ($1) order by local_id for update`, ids); err != nil {
+					return err
+				}
+				rows, err = tx.Query(ctx, `
+					select e.origin = streamseal.service_name(), n.origin_seq, n.type_seq, e.tenant, e.event_type
+					from streamseal.events e
+					left join streamseal.numbered_events n on n.event_id = e.event_id
+					where e.event_id = any ($1)`, ids)
+				if err != nil {
+					return err
+				}
+				for rows.Next() {
+					var own bool
+					var r removed
+					if err := rows.Scan(&own, &r.originSeq, &r.typeSeq, &r.tenant, &r.eventType); err != nil {
+						rows.Close()
+						return err
+					}
+					if own {
+						batch = append(batch, r)
+					}
+				}
+				if err := rows.Err(); err != nil {
+					return err
+				}
+				_, err = tx.Exec(ctx, `delete from streamseal.events where event_id = any ($1)`, ids)
+				return err
+			})
 			if err != nil {
 				errs <- fmt.Errorf("deleter: %w", err)
 				return
 			}
-			for rows.Next() {
-				var own bool
-				var r removed
-				if err := rows.Scan(&own, &r.originSeq, &r.typeSeq, &r.tenant, &r.eventType); err != nil {
-					rows.Close()
-					errs <- fmt.Errorf("deleter: %w", err)
-					return
-				}
-				if own {
-					deletedOwn = append(deletedOwn, r)
-				}
-			}
-			if err := rows.Err(); err != nil {
-				errs <- fmt.Errorf("deleter: %w", err)
-				return
-			}
+			deletedOwn = append(deletedOwn, batch...)
 		}
 	}()
 
@@ -143,7 +172,11 @@ func TestStamp_ChurnKeepsNumbersDenseAndDigestsTrue(t *testing.T) {
 	}
 
 	// Every number handed out is held by exactly one event, live or deleted.
-	rows, err := b.pool.Query(ctx, `select origin_seq, type_seq, tenant, event_type from streamseal.events where origin = streamseal.service_name()`)
+	rows, err := b.pool.Query(ctx, `
+		select n.origin_seq, n.type_seq, e.tenant, e.event_type
+		from streamseal.events e
+		left join streamseal.numbered_events n on n.event_id = e.event_id
+		where e.origin = streamseal.service_name()`)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -30,7 +30,7 @@ func RelayLeaderTryLock(ctx context.Context, conn *pgx.Conn) (bool, error) {
 func RelayPending(ctx context.Context, db Querier, max int) ([]EventCopy, error) {
 	rows, err := db.Query(ctx, `
 		select `+eventCopySQL+`
-		from streamseal.events e
+		from streamseal.own_events e
 		where e.origin = streamseal.service_name()
 		  and e.origin_seq > (select published_through from streamseal.relay_state)
 		order by e.origin_seq
@@ -52,7 +52,7 @@ func RelayCursorAdvance(ctx context.Context, db Querier, acked int64) (age time.
 	var seconds *float64
 	if err := db.QueryRow(ctx, `
 		update streamseal.relay_state set published_through = greatest(published_through, $1), updated_at = now()
-		returning (select date_part('epoch', clock_timestamp() - e.stored_at) from streamseal.events e
+		returning (select date_part('epoch', clock_timestamp() - e.stored_at) from streamseal.own_events e
 		           where e.origin = streamseal.service_name() and e.origin_seq = $1)`, acked).Scan(&seconds); err != nil {
 		return 0, false, classify("record relay cursor", err)
 	}

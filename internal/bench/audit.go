@@ -176,6 +176,7 @@ func loadBoth(ctx context.Context, name string, origin, consumer *pgxpool.Pool, 
 		`insert into streamseal.events (event_id, origin, origin_seq, type_seq, tenant, stream_id, stream_version, event_type, payload, stored_at)
 		 select ` + ids + `, '$O', g, g, 'acme', 's' || (g % $S), g, 'bench.t' || lpad((g % $T)::text, 2, '0'), '\x7b7d'::bytea, now() - interval '2 hours'
 		 from generate_series($1 + 1, $2) g`,
+		"select streamseal._own_numbers_adopt()", // own numbers live in own_numbers (issue 16)
 		"alter table streamseal.events enable trigger user",
 		"update streamseal.stamp_state set last_origin_seq = $2",
 		"update streamseal.relay_state set published_through = $2",

@@ -245,6 +245,7 @@ func loadStampedHistory(ctx context.Context, pool *pgxpool.Pool, from, to int64,
 		`insert into streamseal.events (event_id, origin, origin_seq, type_seq, tenant, stream_id, stream_version, event_type, payload)
 		 select gen_random_uuid(), 'origin', g, g / 100 + 1, 't' || (g % 10), 's' || g, 1, 'type' || (g % 100), '\x7b7d'::bytea
 		 from generate_series($1::bigint + 1, $2::bigint) g`,
+		"select streamseal._own_numbers_adopt()", // own numbers live in own_numbers (issue 16)
 		"alter table streamseal.events enable trigger user",
 		`insert into streamseal.type_seq_counters (tenant, event_type, last_type_seq)
 		 select 't' || i % 10, 'type' || i % 100, $2::bigint / 100 + 1 from generate_series(0, 99) i

@@ -76,7 +76,7 @@ type RawCopyResult struct {
 const rawSelect = `
 	select event_id, origin, origin_seq, type_seq, tenant, stream_id, stream_version, event_type, flags,
 	       payload, metadata::text, occurred_at
-	from streamseal.events where origin = $1 and origin_seq >= $2 and origin_seq < $3 order by origin_seq`
+	from streamseal.numbered_events where origin = $1 and origin_seq >= $2 and origin_seq < $3 order by origin_seq`
 
 // scanRawRow reads one row of rawSelect's (or rawRelayInsert's) columns.
 func scanRawRow(rows pgx.Rows) (rawRow, error) {

@@ -71,7 +71,7 @@ func TestRawPipeline_CopyMovesExactlyTheWindowsRows(t *testing.T) {
 	if err := (&stamper.Loop{Pool: origin}).Drain(ctx); err != nil {
 		t.Fatal(err)
 	}
-	want := rowsAsText(t, origin, "streamseal.events", 11, 41)
+	want := rowsAsText(t, origin, "streamseal.numbered_events", 11, 41)
 	if len(want) != 30 {
 		t.Fatalf("the origin holds %d events in [11, 41), want 30 (setup)", len(want))
 	}
@@ -97,7 +97,7 @@ func TestRawPipeline_CopyMovesExactlyTheWindowsRows(t *testing.T) {
 	if r, err = p.Copy(ctx, "orders", 1, 11); err != nil {
 		t.Fatal(err)
 	}
-	if got, want := rowsAsText(t, consumer, bench.BaselineTable, 0, 1<<62), rowsAsText(t, origin, "streamseal.events", 1, 11); r.Rows != 10 || !slices.Equal(got, want) {
+	if got, want := rowsAsText(t, consumer, bench.BaselineTable, 0, 1<<62), rowsAsText(t, origin, "streamseal.numbered_events", 1, 11); r.Rows != 10 || !slices.Equal(got, want) {
 		t.Errorf("second copy: %d rows reported; the table holds\n%q\nwant\n%q", r.Rows, got, want)
 	}
 }

@@ -155,7 +155,9 @@ func loadTenants(ctx context.Context, origin, consumer *pgxpool.Pool, from, to, 
 		        'bench.t' || lpad(((g - 1) % $T)::text, 2, '0'), '\x7b7d'::bytea, now() - interval '2 hours'
 		 from generate_series($1 + 1, $2) g`
 	originSteps := []string{
-		"alter table streamseal.events disable trigger user", insert, "alter table streamseal.events enable trigger user",
+		"alter table streamseal.events disable trigger user", insert,
+		"select streamseal._own_numbers_adopt()", // own numbers live in own_numbers (issue 16)
+		"alter table streamseal.events enable trigger user",
 		"update streamseal.stamp_state set last_origin_seq = $2",
 		"update streamseal.relay_state set published_through = $2",
 		"update streamseal.checkpoint_state set published_through = $2 + 1",

@@ -262,7 +262,9 @@ func loadSecondEvents(ctx context.Context, orders, billing *harness.Service, pai
 		        'bench.t' || lpad(((g - 1) % $T)::text, 2, '0'), '\x7b7d'::bytea, now() - interval '1 hour'
 		 from generate_series(1, $P) g`
 	originSteps := []string{
-		"alter table streamseal.events disable trigger user", insert, "alter table streamseal.events enable trigger user",
+		"alter table streamseal.events disable trigger user", insert,
+		"select streamseal._own_numbers_adopt()", // own numbers live in own_numbers (issue 16)
+		"alter table streamseal.events enable trigger user",
 		"update streamseal.stamp_state set last_origin_seq = 2 * $P",
 		"update streamseal.relay_state set published_through = 2 * $P",
 		"analyze streamseal.events",

@@ -433,7 +433,7 @@ func duplicatesAndReorder(ctx context.Context, w *World, size Size, f *Figures) 
 		return err
 	}
 	if err := Until(ctx, "every event stamped", func() (bool, error) {
-		n, err := count(ctx, origin, "select count(*) from streamseal.events where origin_seq is null")
+		n, err := count(ctx, origin, "select count(*) from streamseal.unstamped")
 		return n == 0, err
 	}); err != nil {
 		return err
@@ -450,7 +450,7 @@ func duplicatesAndReorder(ctx context.Context, w *World, size Size, f *Figures) 
 	rows, err := origin.Pool.Query(ctx, `
 		select event_id, origin, origin_seq, type_seq, tenant, stream_id, stream_version, event_type, flags, payload,
 		       metadata::text::bytea, occurred_at
-		from streamseal.events where origin = $1`, origin.Name)
+		from streamseal.numbered_events where origin = $1`, origin.Name)
 	if err != nil {
 		return err
 	}

@@ -102,8 +102,8 @@ type eventRow struct {
 func lane(ctx context.Context, s *Service, origin string, types []string) (map[uuid.UUID]eventRow, error) {
 	rows, err := s.Pool.Query(ctx, `
 		select event_id, origin_seq, type_seq, stream_version, tenant, stream_id, event_type, md5(payload)
-		from streamseal.events
-		where origin = $1 and origin_seq is not null and event_type = any($2)`, origin, types)
+		from streamseal.numbered_events
+		where origin = $1 and event_type = any($2)`, origin, types)
 	if err != nil {
 		return nil, err
 	}
@@ -205,8 +205,8 @@ func keyed(ctx context.Context, s *Service, sql string, args ...any) (map[string
 // types, its unstamped ones, and the consumer's copies.
 func counts(ctx context.Context, origin, consumer *Service, types []string) (stamped, unstamped, copies int64, err error) {
 	if err = origin.Pool.QueryRow(ctx, `
-		select count(*) filter (where origin_seq is not null and event_type = any($2)), count(*) filter (where origin_seq is null)
-		from streamseal.events where origin = $1`, origin.Name, types).Scan(&stamped, &unstamped); err != nil {
+		select (select count(*) from streamseal.numbered_events where origin = $1 and event_type = any($2)),
+		       (select count(*) from streamseal.unstamped)`, origin.Name, types).Scan(&stamped, &unstamped); err != nil {
 		return
 	}
 	err = consumer.Pool.QueryRow(ctx, "select count(*) from streamseal.events where origin = $1 and event_type = any($2)",

@@ -290,7 +290,7 @@ func fingerprint(ctx context.Context, pool *pgxpool.Pool, types []string) string
 	_ = pool.QueryRow(ctx, `
 		select md5(string_agg(event_id::text || ':' || origin_seq || ':' || type_seq || ':' || stream_id || ':' ||
 		                      stream_version || ':' || encode(payload, 'hex'), ',' order by origin_seq))
-		from streamseal.events where origin = 'orders' and event_type = any($1)`, types).Scan(&f)
+		from streamseal.numbered_events where origin = 'orders' and event_type = any($1)`, types).Scan(&f)
 	return f
 }
 

@@ -68,7 +68,7 @@ func laneFloor(t *testing.T, s *harness.Service, origin, tenant, eventType strin
 
 func typeSeqOf(t *testing.T, s *harness.Service, id uuid.UUID) (originSeq, typeSeq int64, eventType string) {
 	t.Helper()
-	if err := s.Pool.QueryRow(context.Background(), "select origin_seq, type_seq, event_type from streamseal.events where event_id = $1", id).
+	if err := s.Pool.QueryRow(context.Background(), "select origin_seq, type_seq, event_type from streamseal.numbered_events where event_id = $1", id).
 		Scan(&originSeq, &typeSeq, &eventType); err != nil {
 		t.Fatal(err)
 	}
@@ -119,7 +119,7 @@ func TestCheckpoint_NamesALostDeliveryAndRepairsIt(t *testing.T) {
 	}
 	waitFor(t, "the dropped event is stamped", services, func() bool {
 		var n int
-		_ = orders.Pool.QueryRow(context.Background(), "select count(*) from streamseal.events where event_id = $1 and origin_seq is not null", dropped.EventID).Scan(&n)
+		_ = orders.Pool.QueryRow(context.Background(), "select count(*) from streamseal.numbered_events where event_id = $1", dropped.EventID).Scan(&n)
 		return n == 1
 	})
 	_, typeSeq, eventType := typeSeqOf(t, orders, dropped.EventID)

@@ -133,7 +133,7 @@ func requestsALossAfterOneCheckpoint(t *testing.T, quietBeats int) {
 	waitFor(t, "billing's lane born", services, func() bool { return laneFloor(t, billing, "orders", "acme", eventTypes[0]) == 1 })
 	if quietBeats > 0 {
 		var bornAt int64
-		_ = orders.Pool.QueryRow(context.Background(), "select origin_seq from streamseal.events where event_id = $1", warmUp.EventID).Scan(&bornAt)
+		_ = orders.Pool.QueryRow(context.Background(), "select origin_seq from streamseal.numbered_events where event_id = $1", warmUp.EventID).Scan(&bornAt)
 		waitFor(t, fmt.Sprintf("%d beats of a quiet spell verified", quietBeats), services, func() bool {
 			quiet := 0
 			for _, s := range seen.after(bornAt) {
@@ -161,7 +161,7 @@ func requestsALossAfterOneCheckpoint(t *testing.T, quietBeats int) {
 	}
 	waitFor(t, "the dropped event is stamped", services, func() bool {
 		var n int
-		_ = orders.Pool.QueryRow(context.Background(), "select count(*) from streamseal.events where event_id = $1 and origin_seq is not null", dropped.EventID).Scan(&n)
+		_ = orders.Pool.QueryRow(context.Background(), "select count(*) from streamseal.numbered_events where event_id = $1", dropped.EventID).Scan(&n)
 		return n == 1
 	})
 	originSeq, typeSeq, _ := typeSeqOf(t, orders, dropped.EventID)
@@ -211,7 +211,7 @@ func TestCheckpoint_HealthyRunSendsNoRepairRequest(t *testing.T) {
 	last := events[len(events)-1].EventID
 	waitFor(t, "the last event is stamped", services, func() bool {
 		var n int
-		_ = orders.Pool.QueryRow(context.Background(), "select count(*) from streamseal.events where event_id = $1 and origin_seq is not null", last).Scan(&n)
+		_ = orders.Pool.QueryRow(context.Background(), "select count(*) from streamseal.numbered_events where event_id = $1", last).Scan(&n)
 		return n == 1
 	})
 	lastSeq, _, _ := typeSeqOf(t, orders, last)

@@ -141,7 +141,7 @@ func rowsOf(t *testing.T, pool *pgxpool.Pool, origin string) []storedRow {
 	t.Helper()
 	rows, err := pool.Query(context.Background(), `
 		select event_id, origin_seq, type_seq, tenant, stream_id, stream_version, event_type, payload, metadata::text::bytea
-		from streamseal.events where origin = $1 order by origin_seq`, origin)
+		from streamseal.numbered_events where origin = $1 order by origin_seq`, origin)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -113,6 +113,8 @@ func bulkLoadTenants(t *testing.T, origin, consumer *pgxpool.Pool, tenants int, 
 	for _, pool := range []*pgxpool.Pool{origin, consumer} {
 		steps := []string{"alter table streamseal.events disable trigger user", insert, "alter table streamseal.events enable trigger user"}
 		if pool == origin {
+			// Own numbers live in own_numbers (issue 16), moved there before the triggers return.
+			steps = []string{steps[0], insert, "select streamseal._own_numbers_adopt()", steps[2]}
 			steps = append(steps, "update streamseal.stamp_state set last_origin_seq = $1",
 				"update streamseal.relay_state set published_through = $1",
 				"update streamseal.checkpoint_state set published_through = $1 + 1")
@@ -122,7 +124,7 @@ func bulkLoadTenants(t *testing.T, origin, consumer *pgxpool.Pool, tenants int, 
 			switch step {
 			case insert:
 				args = []any{tenants, eventType}
-			case steps[0], steps[2]:
+			case steps[0], steps[2], steps[3]:
 			default:
 				args = []any{tenants}
 			}

@@ -52,7 +52,7 @@ func TestTenants_LiveInboxHoldsOnlyItsTenantsAndVerifiesThemWithNoFalseGap(t *te
 	// The origin's last acme type_seq per type; billing's lanes must reach each with nothing
 	// suspected or confirmed: the checkpoints riding acme's subjects verified, no false gap.
 	lastOf := map[string]int64{}
-	rows, err := orders.Pool.Query(ctx, "select event_type, max(type_seq) from streamseal.events where tenant = 'acme' group by 1")
+	rows, err := orders.Pool.Query(ctx, "select event_type, max(type_seq) from streamseal.numbered_events where tenant = 'acme' group by 1")
 	if err != nil {
 		t.Fatal(err)
 	}

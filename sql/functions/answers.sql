@@ -166,7 +166,7 @@ begin
     watermark := greatest(stream_digests_page.from_seq, least(stream_digests_page.to_seq,
                    coalesce(streamseal._lane_settled_max(stream_digests_page.lane, stream_digests_page.settle), 0) + 1));
     whole_history := stream_digests_page.from_seq <= 1 and watermark > coalesce(
-                   (select pg_catalog.max(e.origin_seq) from streamseal.events e where e.origin = stream_digests_page.lane), 0);
+                   streamseal._lane_max_seq(stream_digests_page.lane), 0);
 
     return query
     with bounds as (
@@ -197,7 +197,7 @@ begin
         select e.stream_id, e.tenant, e.event_type,
                pg_catalog.bit_xor(streamseal._h0(e.event_id)), pg_catalog.bit_xor(streamseal._h1(e.event_id)),
                pg_catalog.count(*)
-        from streamseal.events e cross join bounds b
+        from streamseal.event_numbers e cross join bounds b
         where not whole_history and e.origin = stream_digests_page.lane
           and e.origin_seq >= stream_digests_page.from_seq and e.origin_seq < b.watermark
           and streamseal._counts_in_digest(e.origin_seq, e.flags)

@@ -75,7 +75,7 @@ begin
                coalesce(pg_catalog.range_agg(pg_catalog.int8range(e.type_seq, e.type_seq + 1))
                             filter (where e.flags in (2, 3, 6, 7)),
                         '{}'::pg_catalog.int8multirange) as at_most_once
-        from streamseal.events e
+        from streamseal.event_numbers e
         where e.origin = self
           and e.origin_seq >= from_seq
           and e.origin_seq < to_seq

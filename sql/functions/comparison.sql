@@ -366,7 +366,7 @@ begin
         where a.stream_id is not null
     ), bounds as (
         select compare_stream_digests.from_seq <= 1 and compare_stream_digests.to_seq > coalesce(
-                   (select pg_catalog.max(e.origin_seq) from streamseal.events e where e.origin = compare_stream_digests.origin), 0)
+                   streamseal._lane_max_seq(compare_stream_digests.origin), 0)
                as whole_history
     ), mine as (
         -- The whole_history tests are uncorrelated subqueries on purpose (as in type_digests):
@@ -386,7 +386,7 @@ begin
         select e.stream_id, e.tenant, e.event_type,
                pg_catalog.bit_xor(streamseal._h0(e.event_id)), pg_catalog.bit_xor(streamseal._h1(e.event_id)),
                pg_catalog.count(*)
-        from streamseal.events e
+        from streamseal.event_numbers e
         where (select not b.whole_history from bounds b) and e.origin = compare_stream_digests.origin
           and e.origin_seq >= compare_stream_digests.from_seq and e.origin_seq < compare_stream_digests.to_seq
           and streamseal._counts_in_digest(e.origin_seq, e.flags)

@@ -68,7 +68,7 @@ begin
             cross join (select distinct y.event_type from pg_catalog.unnest(hold_destruction.event_types) y(event_type)) y
             cross join pg_catalog.unnest(hold_destruction.type_seq_ranges) r
             cross join lateral (
-                select z.origin_seq from streamseal.events z
+                select z.origin_seq from streamseal.event_numbers z
                 where z.origin = self and z.tenant = t.tenant and z.event_type = y.event_type
                   and z.type_seq >= pg_catalog.lower(r) and z.type_seq < pg_catalog.upper(r)
                   and z.flags & 1 = 1
@@ -83,7 +83,7 @@ begin
         select pg_catalog.range_agg(pg_catalog.int8range(e.origin_seq, e.origin_seq + 1)), pg_catalog.count(*)
         into held, n
         from (
-            select z.origin_seq from streamseal.events z
+            select z.origin_seq from streamseal.event_numbers z
             where z.origin = self
               and z.origin_seq >= coalesce(hold_destruction.from_seq, 0)
               and (hold_destruction.to_seq is null or z.origin_seq < hold_destruction.to_seq)

@@ -35,7 +35,7 @@ as $$
            pg_catalog.bit_xor(streamseal._h0(e.event_id)),
            pg_catalog.bit_xor(streamseal._h1(e.event_id)),
            pg_catalog.count(*)
-    from streamseal.events e
+    from streamseal.event_numbers e
     where streamseal._counts_in_digest(e.origin_seq, e.flags)
       and (recompute_digests.lane is null or e.origin = recompute_digests.lane)
     group by e.origin, e.tenant, e.event_type, e.stream_id

@@ -14,7 +14,7 @@ as $$
            pg_catalog.bit_xor(streamseal._h0(e.event_id)),
            pg_catalog.bit_xor(streamseal._h1(e.event_id)),
            pg_catalog.count(*)
-    from streamseal.events e
+    from streamseal.event_numbers e
     where e.origin = _epoch_fold.lane
       and e.origin_seq >= _epoch_fold.from_seq
       and e.origin_seq < _epoch_fold.to_seq
@@ -30,6 +30,19 @@ returns bigint
 language sql
 immutable
 as $$ select pg_catalog.hashtextextended('streamseal.lane:' || _lane_lock_key.lane, 0) $$;
+
+-- _lane_max_seq is the highest origin_seq of lane still stored (null when none): one index read
+-- from the top of each place numbers live (a max over the view numbered_events reads the lane:
+-- the planner cannot take it from the top of a join).
+create function streamseal._lane_max_seq(lane text)
+returns bigint
+language sql
+stable
+as $$
+    select greatest(
+        (select pg_catalog.max(e.origin_seq) from streamseal.events e where e.origin = _lane_max_seq.lane),
+        (select pg_catalog.max(n.origin_seq) from streamseal.own_numbers n where n.origin = _lane_max_seq.lane))
+$$;
 
 -- _lane_settled_max is the highest origin_seq of lane that is settled: stamped for the own lane;
 -- for a received lane, stored before now() - settle. Null when nothing is settled. It walks the

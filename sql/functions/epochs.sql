@@ -54,10 +54,12 @@ begin
 
     for lane in
         with recursive lanes(origin) as (
-            select pg_catalog.min(e.origin) from streamseal.events e where e.origin_seq is not null
+            -- Every origin with a row (one index entry each); the own lane counts once it has a
+            -- number (own events keep theirs in own_numbers: issue 16).
+            select pg_catalog.min(e.origin) from streamseal.events e
             union all
             select (select pg_catalog.min(e.origin) from streamseal.events e
-                    where e.origin > l.origin and e.origin_seq is not null)
+                    where e.origin > l.origin)
             from lanes l
             where l.origin is not null
         )
@@ -65,6 +67,7 @@ begin
         from lanes l
         left join streamseal.lane_epochs le on le.origin = l.origin
         where l.origin is not null
+          and (l.origin <> self or exists (select from streamseal.own_numbers n))
         order by le.advanced_at nulls first, l.origin
     loop
         exit when closed >= close_epochs.max_epochs;

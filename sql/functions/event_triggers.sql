@@ -3,8 +3,8 @@
 -- DELETE): keep the own-versus-copy rule, hand the counted changes to _fold_changes(), record
 -- changes of own sealed history as facts that travel (history_changes.sql), and wake the stamper. Statement-level triggers over transition tables: one fold per statement.
 
--- _events_inserted guards the own/copy rule and folds inserted copies. Own events arrive
--- unstamped and are folded when the stamper numbers them (the UPDATE trigger below).
+-- _events_inserted guards the own/copy rule, folds inserted copies and queues own events for the
+-- stamper. Own events arrive unstamped and are folded when the stamper numbers them (stamp.sql).
 create function streamseal._events_inserted()
 returns trigger
 language plpgsql
@@ -60,13 +60,18 @@ begin
     end if;
 
     if has_unstamped then
+        -- The stamper's queue (migration 032): visible to it when this transaction commits.
+        insert into streamseal.unstamped (local_id, event_id)
+        select i.local_id, i.event_id from inserted i where i.origin_seq is null;
         perform pg_catalog.pg_notify('streamseal_unstamped', '');
     end if;
     return null;
 end
 $$;
 
--- _events_deleted takes deleted events out of their folds.
+-- _events_deleted takes deleted events out of their folds. An own event's numbers are in
+-- own_numbers (or, stamped before issue 16, in the row itself); its own_numbers row goes with it
+-- (the number is never reused: stamp_state), and an unstamped one leaves the stamper's queue.
 create function streamseal._events_deleted()
 returns trigger
 language plpgsql
@@ -78,37 +83,70 @@ set jit = off
 as $$
 declare
     changes streamseal._counted_change[];
-    self text;
+    -- No name yet: no own events either.
+    self text := (select s.name from streamseal.service s);
+    own_changes streamseal._counted_change[];
     generation bigint;
 begin
+    -- Unstamped own events leave the stamper's queue (nothing to number: no gap, no ghost).
+    -- By key arrays: one index probe each, never a join the planner may turn into a scan.
+    delete from streamseal.unstamped u
+    where u.local_id = any (array(select d.local_id from deleted d where d.origin = self and d.origin_seq is null));
+
+    -- Copies and own events stamped before issue 16 carry their numbers; own events numbered in
+    -- own_numbers take them from there as their rows go.
     changes := array(
         select row(d.origin, d.origin_seq, d.tenant, d.event_type, d.stream_id, d.event_id, -1)::streamseal._counted_change
         from deleted d
         where streamseal._counts_in_digest(d.origin_seq, d.flags));
+    if exists (select from deleted d where d.origin = self and d.origin_seq is null) then
+        with gone as (
+            delete from streamseal.own_numbers n
+            where n.event_id = any (array(select d.event_id from deleted d where d.origin = self and d.origin_seq is null))
+            returning n.origin, n.origin_seq, n.tenant, n.event_type, n.event_id
+        )
+        select pg_catalog.array_agg(row(g.origin, g.origin_seq, g.tenant, g.event_type, d.stream_id, d.event_id, -1)::streamseal._counted_change)
+        into own_changes
+        from gone g
+        join deleted d on d.event_id = g.event_id
+        where streamseal._counts_in_digest(g.origin_seq, d.flags);
+        changes := changes || coalesce(own_changes, '{}');
+    end if;
     if pg_catalog.cardinality(changes) = 0 then
         return null;
     end if;
     perform streamseal._fold_changes(changes);
 
     -- Own sealed history removed (an application's DELETE, close_stream): a fact that travels.
-    self := (select s.name from streamseal.service s);
     if exists (select from pg_catalog.unnest(changes) c where c.origin = self) then
         generation := streamseal._history_changing();
         insert into streamseal.history_changes (kind, event_id, tenant, event_type, stream_id, origin_seq, flags, generation)
-        select 'removed', d.event_id, d.tenant, d.event_type, d.stream_id, d.origin_seq, d.flags, generation
-        from deleted d
-        where d.origin = self and streamseal._counts_in_digest(d.origin_seq, d.flags)
-        order by d.origin_seq;
+        select 'removed', c.event_id, c.tenant, c.event_type, c.stream_id, c.origin_seq, d.flags, generation
+        from pg_catalog.unnest(changes) c
+        join deleted d on d.event_id = c.event_id
+        where c.origin = self
+        order by c.origin_seq;
     end if;
     return null;
 end
 $$;
 
 -- _events_updated moves each updated event's contribution from its old place to its new one:
--- stamping (counted from now on), reclassification (ephemeral: no longer counted), or an
--- application rewriting an unstamped event or a copy. Unchanged contributions cancel (h XOR h = 0,
--- -1 + 1 = 0). It refuses a rewrite of a stamped own counted event's identity and records fold-bit
--- changes of stamped own events as history changes.
+-- reclassification (ephemeral: no longer counted), or an application rewriting an unstamped event
+-- or a copy. Unchanged contributions cancel (h XOR h = 0, -1 + 1 = 0). It refuses a rewrite of a
+-- stamped own counted event's identity, and of what any stamped own event's numbers are keyed on,
+-- and records fold-bit changes of stamped own events as history changes. (The stamper no longer
+-- updates events: issue 16.) An own event's numbers are in own_numbers, or in the row itself when
+-- it was stamped before issue 16.
+-- _updated_pair: an updated event's old and new row (a_ prefix), each with its numbers.
+create type streamseal._updated_pair as (
+    local_id bigint, event_id uuid, origin text, origin_seq bigint, type_seq bigint, tenant text,
+    stream_id text, stream_version bigint, event_type text, flags integer, payload bytea,
+    a_event_id uuid, a_origin text, a_origin_seq bigint, a_type_seq bigint, a_tenant text,
+    a_stream_id text, a_stream_version bigint, a_event_type text, a_flags integer, a_payload bytea,
+    numbered_apart boolean
+);
+
 create function streamseal._events_updated()
 returns trigger
 language plpgsql
@@ -122,24 +160,71 @@ declare
     changes streamseal._counted_change[];
     -- No name yet: no own events either (and no error for an UPDATE that touched nothing).
     self text := (select s.name from streamseal.service s);
+    own_rows boolean;
     stamped_own boolean;
+    pairs streamseal._updated_pair[];
     rewritten record;
     generation bigint;
 begin
-    -- Old and new rows pair by local_id (generated always: no UPDATE can change it). The
-    -- stamper's updates start unstamped, so this test is all they pay here.
-    stamped_own := exists (select from before_update o where o.origin = self and o.origin_seq is not null);
+    own_rows := exists (select from before_update o where o.origin = self);
+    if not own_rows then
+        -- Copies only: their numbers are in the rows.
+        changes := array(
+            select row(o.origin, o.origin_seq, o.tenant, o.event_type, o.stream_id, o.event_id, -1)::streamseal._counted_change
+            from before_update o
+            where streamseal._counts_in_digest(o.origin_seq, o.flags)
+            union all
+            select row(a.origin, a.origin_seq, a.tenant, a.event_type, a.stream_id, a.event_id, 1)::streamseal._counted_change
+            from after_update a
+            where streamseal._counts_in_digest(a.origin_seq, a.flags));
+        if pg_catalog.cardinality(changes) > 0 then
+            perform streamseal._fold_changes(changes);
+        end if;
+        return null;
+    end if;
 
-    -- GUARD: a stamped own counted event keeps its identity and payload (invariant 3): consumers
-    -- hold those bytes and a digest folds only ids, so a rewrite would diverge where no audit
-    -- sees it. Ephemeral and at-most-once events are outside sealed history (retention is free).
+    -- GUARD: own events are numbered only by the stamper.
+    select o.event_id into rewritten
+    from before_update o join after_update a on a.local_id = o.local_id
+    where o.origin = self and o.origin_seq is null and (a.origin_seq is not null or a.type_seq is not null)
+    limit 1;
+    if found then
+        raise exception 'event % is an own event: own events are numbered by the stamper, their origin_seq and type_seq cannot be set',
+            rewritten.event_id
+            using errcode = '0A000';
+    end if;
+
+    -- Old and new rows pair by local_id (generated always: no UPDATE can change it), each with
+    -- its numbers.
+    pairs := array(
+    select row(o.local_id, o.event_id, o.origin, coalesce(o.origin_seq, n.origin_seq), coalesce(o.type_seq, n.type_seq),
+           o.tenant, o.stream_id, o.stream_version, o.event_type, o.flags, o.payload,
+           a.event_id, a.origin,
+           case when n.event_id is not null then n.origin_seq else a.origin_seq end,
+           case when n.event_id is not null then n.type_seq else a.type_seq end,
+           a.tenant, a.stream_id, a.stream_version, a.event_type, a.flags, a.payload,
+           n.event_id is not null)::streamseal._updated_pair
+    from before_update o
+    join after_update a on a.local_id = o.local_id
+    left join streamseal.own_numbers n on o.origin = self and o.origin_seq is null and n.event_id = o.event_id);
+
+    stamped_own := exists (select from pg_catalog.unnest(pairs) p where p.origin = self and p.origin_seq is not null);
+
     if stamped_own then
-        select o.event_id, o.origin_seq into rewritten
-        from before_update o join after_update a on a.local_id = o.local_id
-        where o.origin = self and o.origin_seq is not null and o.flags & 3 = 0
-          and (o.event_id, o.origin, o.origin_seq, o.type_seq, o.tenant, o.stream_id, o.stream_version, o.event_type, o.payload)
-              is distinct from
-              (a.event_id, a.origin, a.origin_seq, a.type_seq, a.tenant, a.stream_id, a.stream_version, a.event_type, a.payload)
+        -- GUARD: a stamped own counted event keeps its identity and payload (invariant 3):
+        -- consumers hold those bytes and a digest folds only ids, so a rewrite would diverge where
+        -- no audit sees it. Ephemeral and at-most-once events are outside sealed history
+        -- (retention is free), but numbered ones keep what their numbers are keyed on.
+        select p.event_id, p.origin_seq into rewritten
+        from pg_catalog.unnest(pairs) p
+        where p.origin = self and p.origin_seq is not null
+          and ((p.flags & 3 = 0
+                and (p.event_id, p.origin, p.origin_seq, p.type_seq, p.tenant, p.stream_id, p.stream_version, p.event_type, p.payload)
+                    is distinct from
+                    (p.a_event_id, p.a_origin, p.a_origin_seq, p.a_type_seq, p.a_tenant, p.a_stream_id, p.a_stream_version, p.a_event_type, p.a_payload))
+               or (p.numbered_apart
+                   and (p.event_id, p.origin, p.tenant, p.event_type)
+                       is distinct from (p.a_event_id, p.a_origin, p.a_tenant, p.a_event_type)))
         limit 1;
         if found then
             raise exception 'event % (origin "%", origin_seq %) is stamped: its identity (event_id, origin, sequences, tenant, stream, version, type, payload) cannot change; append a new event, or remove it with DELETE or streamseal.close_stream',
@@ -148,14 +233,43 @@ begin
         end if;
     end if;
 
+    -- A numbered own event's flags and stream follow it into own_numbers (its other keys cannot
+    -- change: the guard above).
+    update streamseal.own_numbers n set flags = p.a_flags, stream_id = p.a_stream_id
+    from pg_catalog.unnest(pairs) p
+    where p.numbered_apart and n.event_id = p.event_id
+      and (p.flags, p.stream_id) is distinct from (p.a_flags, p.a_stream_id);
+
+    -- An unstamped own event stays queued under its (new) id. Touching its queue row waits for a
+    -- stamper that claimed it (stamp.sql); if that stamper numbered it meanwhile, what its numbers
+    -- and fold were taken from must not change under them.
+    if exists (select from pg_catalog.unnest(pairs) p where p.origin = self and p.origin_seq is null) then
+        update streamseal.unstamped u set event_id = p.a_event_id
+        from pg_catalog.unnest(pairs) p
+        where u.local_id = p.local_id and p.origin = self and p.origin_seq is null;
+        select p.event_id into rewritten
+        from pg_catalog.unnest(pairs) p
+        join streamseal.own_numbers n on n.event_id = p.event_id
+        where p.origin = self and p.origin_seq is null
+          and (p.event_id, p.origin, p.tenant, p.stream_id, p.stream_version, p.event_type, p.flags, p.payload)
+              is distinct from
+              (p.a_event_id, p.a_origin, p.a_tenant, p.a_stream_id, p.a_stream_version, p.a_event_type, p.a_flags, p.a_payload)
+        limit 1;
+        if found then
+            raise exception 'event % was stamped while this statement changed it: its identity cannot change now; append a new event, or remove it with DELETE or streamseal.close_stream',
+                rewritten.event_id
+                using errcode = '40001';
+        end if;
+    end if;
+
     changes := array(
-        select row(o.origin, o.origin_seq, o.tenant, o.event_type, o.stream_id, o.event_id, -1)::streamseal._counted_change
-        from before_update o
-        where streamseal._counts_in_digest(o.origin_seq, o.flags)
+        select row(p.origin, p.origin_seq, p.tenant, p.event_type, p.stream_id, p.event_id, -1)::streamseal._counted_change
+        from pg_catalog.unnest(pairs) p
+        where streamseal._counts_in_digest(p.origin_seq, p.flags)
         union all
-        select row(a.origin, a.origin_seq, a.tenant, a.event_type, a.stream_id, a.event_id, 1)::streamseal._counted_change
-        from after_update a
-        where streamseal._counts_in_digest(a.origin_seq, a.flags));
+        select row(p.a_origin, p.a_origin_seq, p.a_tenant, p.a_event_type, p.a_stream_id, p.a_event_id, 1)::streamseal._counted_change
+        from pg_catalog.unnest(pairs) p
+        where streamseal._counts_in_digest(p.a_origin_seq, p.a_flags));
     if pg_catalog.cardinality(changes) > 0 then
         perform streamseal._fold_changes(changes);
     end if;
@@ -163,14 +277,14 @@ begin
     -- The fold bits (1 ephemeral, 2 at-most-once) of stamped own events changed
     -- (reclassify_ephemeral, or an application's UPDATE): a fact that travels.
     if stamped_own and exists (
-            select from before_update o join after_update a on a.local_id = o.local_id
-            where o.origin = self and o.origin_seq is not null and o.flags & 3 <> a.flags & 3) then
+            select from pg_catalog.unnest(pairs) p
+            where p.origin = self and p.origin_seq is not null and p.flags & 3 <> p.a_flags & 3) then
         generation := streamseal._history_changing();
         insert into streamseal.history_changes (kind, event_id, tenant, event_type, stream_id, origin_seq, flags, generation)
-        select 'reclassified', a.event_id, a.tenant, a.event_type, a.stream_id, a.origin_seq, a.flags, generation
-        from before_update o join after_update a on a.local_id = o.local_id
-        where o.origin = self and o.origin_seq is not null and o.flags & 3 <> a.flags & 3
-        order by a.origin_seq;
+        select 'reclassified', p.a_event_id, p.a_tenant, p.a_event_type, p.a_stream_id, p.a_origin_seq, p.a_flags, generation
+        from pg_catalog.unnest(pairs) p
+        where p.origin = self and p.origin_seq is not null and p.flags & 3 <> p.a_flags & 3
+        order by p.a_origin_seq;
     end if;
     return null;
 end

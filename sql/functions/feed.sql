@@ -141,7 +141,8 @@ as $$
 $$;
 
 -- _feed_own_through is how far the own lane is certified: the stamper's last origin_seq. With
--- _feed_own_rows, the one place the feed reads own events' numbers (issue 16 moves them).
+-- _feed_own_rows, the one place the feed reads own events' numbers (own_events: issue 16 keeps
+-- them in own_numbers).
 create function streamseal._feed_own_through()
 returns bigint
 language sql
@@ -160,9 +161,8 @@ set search_path = pg_catalog, pg_temp
 as $$
     select e.event_id, e.origin, e.origin_seq, e.type_seq, e.tenant, e.stream_id, e.stream_version, e.event_type,
            e.flags, e.payload, e.metadata, e.occurred_at, e.stored_at
-    from streamseal.events e
-    where e.origin = streamseal.service_name()
-      and e.origin_seq > _feed_own_rows.after_seq and e.origin_seq <= _feed_own_rows.through
+    from streamseal.own_events e
+    where e.origin_seq > _feed_own_rows.after_seq and e.origin_seq <= _feed_own_rows.through
       and (_feed_own_rows.event_types is null or e.event_type = any (_feed_own_rows.event_types))
       and (_feed_own_rows.tenants is null or e.tenant = any (_feed_own_rows.tenants))
     order by e.origin_seq

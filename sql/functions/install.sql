@@ -12,6 +12,7 @@
 {{ template "version.sql" . }}
 {{ template "limits.sql" . }}
 {{ template "event_checks.sql" . }}
+{{ template "numbered_events.sql" . }}
 {{ template "digest.sql" . }}
 {{ template "epoch_fold.sql" . }}
 {{ template "fold_changes.sql" . }}

@@ -22,7 +22,7 @@ begin
         raise exception 'quarantine_event: a reason is required' using errcode = '22023';
     end if;
     select e.origin_seq into seq
-    from streamseal.events e
+    from streamseal.own_events e
     where e.event_id = quarantine_event.event_id and e.origin = streamseal.service_name() and e.origin_seq is not null;
     if seq is null then
         raise exception 'quarantine_event: event % is not a stamped own event of this service', quarantine_event.event_id
@@ -64,14 +64,14 @@ $$;
 -- quarantine_requeued returns up to max_events re-queued events in origin_seq order, as the
 -- relay publishes them.
 create function streamseal.quarantine_requeued(max_events integer)
-returns setof streamseal.events
+returns setof streamseal.numbered_events
 language sql
 stable
 set search_path = pg_catalog, pg_temp
 as $$
     select e.*
     from streamseal.quarantine q
-    join streamseal.events e on e.event_id = q.event_id
+    join streamseal.own_events e on e.event_id = q.event_id
     where q.requeued_at is not null
     order by q.origin_seq
     limit quarantine_requeued.max_events

@@ -62,21 +62,23 @@ begin
 
     with doomed as (
         -- Walks the events_ephemeral_by_stored_at index: the cost is the ephemeral events, not the store.
-        select r.event_id
+        -- Own events' numbers are in own_numbers (issue 16); an unstamped one has none and stays.
+        select r.event_id, coalesce(r.origin_seq, n.origin_seq) as origin_seq, coalesce(r.type_seq, n.type_seq) as type_seq
         from streamseal.events r
+        left join streamseal.own_numbers n on r.origin = self and n.event_id = r.event_id
         where r.flags & 1 = 1
           and r.stored_at < pg_catalog.now() - reap_ephemeral.older_than
           and (r.origin <> self
-               or (r.origin_seq < covered
+               or (n.origin_seq < covered
                    and not exists (select from streamseal.destruction_holds h
-                                   where h.origin_seqs @> r.origin_seq)))
+                                   where h.origin_seqs @> n.origin_seq)))
         order by r.stored_at
         limit reap_ephemeral.max_events
     ), gone as (
         delete from streamseal.events e
         using doomed d
         where e.event_id = d.event_id
-        returning e.origin, e.tenant, e.event_type, e.type_seq, e.origin_seq
+        returning e.origin, e.tenant, e.event_type, d.type_seq, d.origin_seq
     ), own as (
         select g.tenant, g.event_type,
                pg_catalog.range_agg(pg_catalog.int8range(g.type_seq, g.type_seq + 1)) as type_seqs,

@@ -45,12 +45,14 @@ begin
 end
 $$;
 
--- _stream_walk returns the next n events of lane in (stream_id, stream_version) order after the
--- cursor (from the start when after_stream is null), always by walking the
+-- _stream_walk returns the next n numbered events of lane in (stream_id, stream_version) order
+-- after the cursor (from the start when after_stream is null), always by walking the
 -- (origin, stream_id, stream_version) index: sorts and bitmap scans are switched off here, so a
 -- table whose statistics predate a bulk load cannot turn the walk into a read of the whole lane.
+-- The own lane's numbers are in own_numbers (own_events, issue 16); a copied lane's (a service
+-- answering a backfill with forwarded copies, backfill_answers.sql) in events.
 create function streamseal._stream_walk(lane text, after_stream text, after_version bigint, n integer)
-returns setof streamseal.events
+returns setof streamseal.numbered_events
 language plpgsql
 stable
 set search_path = pg_catalog, pg_temp
@@ -60,16 +62,33 @@ set enable_seqscan = off
 set plan_cache_mode = force_custom_plan
 as $$
 begin
-    if _stream_walk.after_stream is null then
+    if _stream_walk.lane = streamseal.service_name() and _stream_walk.after_stream is null then
         return query
-        select e.* from streamseal.events e
+        select e.* from streamseal.own_events e
         where e.origin = _stream_walk.lane
+        order by e.origin, e.stream_id, e.stream_version
+        limit _stream_walk.n;
+    elsif _stream_walk.lane = streamseal.service_name() then
+        return query
+        select e.* from streamseal.own_events e
+        where e.origin = _stream_walk.lane
+          and (e.stream_id, e.stream_version) > (_stream_walk.after_stream, _stream_walk.after_version)
+        order by e.origin, e.stream_id, e.stream_version
+        limit _stream_walk.n;
+    elsif _stream_walk.after_stream is null then
+        return query
+        select e.event_id, e.local_id, e.origin, e.origin_seq, e.type_seq, e.tenant, e.stream_id,
+               e.stream_version, e.event_type, e.flags, e.payload, e.metadata, e.occurred_at, e.stored_at
+        from streamseal.events e
+        where e.origin = _stream_walk.lane and e.origin_seq is not null
         order by e.origin, e.stream_id, e.stream_version
         limit _stream_walk.n;
     else
         return query
-        select e.* from streamseal.events e
-        where e.origin = _stream_walk.lane
+        select e.event_id, e.local_id, e.origin, e.origin_seq, e.type_seq, e.tenant, e.stream_id,
+               e.stream_version, e.event_type, e.flags, e.payload, e.metadata, e.occurred_at, e.stored_at
+        from streamseal.events e
+        where e.origin = _stream_walk.lane and e.origin_seq is not null
           and (e.stream_id, e.stream_version) > (_stream_walk.after_stream, _stream_walk.after_version)
         order by e.origin, e.stream_id, e.stream_version
         limit _stream_walk.n;
@@ -211,7 +230,7 @@ begin
         cross join (select distinct y.event_type from pg_catalog.unnest(select_redelivery.event_types) y(event_type)) y
         cross join pg_catalog.unnest(select_redelivery.type_seq_ranges) r
         cross join lateral (
-            select x.* from streamseal.events x
+            select x.* from streamseal.own_events x
             where x.origin = self
               and x.tenant = t.tenant
               and x.event_type = y.event_type
@@ -238,7 +257,7 @@ begin
         return query
     select e.event_id, e.origin_seq, e.type_seq, e.tenant, e.stream_id, e.stream_version, e.event_type,
            e.flags, e.payload, e.metadata, e.occurred_at
-    from streamseal.events e
+    from streamseal.own_events e
     where e.origin = self
       and e.origin_seq is not null
       -- Not an at-most-once occurrence (bit 2). Spelled as the flag values it allows (flags holds
@@ -277,7 +296,7 @@ begin
         from (select distinct s.stream_id from pg_catalog.unnest(select_redelivery.streams) as s(stream_id)
               order by s.stream_id) s
         cross join lateral (
-            select x.* from streamseal.events x
+            select x.* from streamseal.own_events x
             where x.origin = self
               and x.stream_id = s.stream_id
               and (select_redelivery.after_stream is null
@@ -464,7 +483,7 @@ begin
                          and (redelivery_unservable.from_seq is null or e.origin_seq >= redelivery_unservable.from_seq)
                          and (redelivery_unservable.to_seq is null or e.origin_seq < redelivery_unservable.to_seq)
                    ) as at_most_once
-            from streamseal.events e
+            from streamseal.event_numbers e
             where e.origin = self and e.tenant = p.tenant and e.event_type = p.event_type
               -- The bounds let an index on (origin, tenant, event_type, type_seq) serve the read.
               and e.type_seq >= pg_catalog.lower(p.asked) and e.type_seq < pg_catalog.upper(p.asked)
@@ -472,7 +491,7 @@ begin
         ) held
     ), window_held as (
         select coalesce(pg_catalog.range_agg(pg_catalog.int8range(e.origin_seq, e.origin_seq + 1)), '{}') as present
-        from streamseal.events e
+        from streamseal.event_numbers e
         where window_asked and e.origin = self and e.origin_seq >= lo and e.origin_seq < hi
     ), window_reaped as (
         -- Reaped own ephemeral events (reap_ephemeral) in the window: named with their tenant and
@@ -485,7 +504,7 @@ begin
         where window_asked
     ), window_at_most_once as (
         select e.tenant, e.event_type, pg_catalog.range_agg(pg_catalog.int8range(e.origin_seq, e.origin_seq + 1)) as origin_seqs
-        from streamseal.events e
+        from streamseal.event_numbers e
         where window_asked and e.origin = self and e.origin_seq >= lo and e.origin_seq < hi
           and e.flags in (2, 3, 6, 7) -- at-most-once (bit 2), spelled as values: see select_redelivery
           and e.tenant = any (redelivery_unservable.tenants)

@@ -54,8 +54,8 @@ begin
     select stamped_count, waited,
            e.event_id, e.origin, e.origin_seq, e.type_seq, e.tenant, e.stream_id, e.stream_version,
            e.event_type, e.flags, e.payload, e.metadata, e.occurred_at
-    from streamseal.events e
-    where e.origin = self and e.origin_seq > after
+    from streamseal.own_events e
+    where e.origin_seq > after
     order by e.origin_seq
     limit relay_page.max_events;
 end

@@ -5,11 +5,11 @@
 -- (invariant 7), and no number is ever skipped or reused.
 
 -- stamp numbers up to max_events committed, unstamped own events in insertion order: origin_seq
--- dense per service, type_seq dense per (tenant, event_type). One set-based statement; the
--- digest fold rides the UPDATE trigger. Returns how many it stamped, the lane's last origin_seq
--- (stamped now or before) and how long the batch's oldest event waited since it was stored (the
--- stamper lag; null when it stamped none), and NOTIFYs 'streamseal_stamped' with that number
--- when it stamped any.
+-- dense per service, type_seq dense per (tenant, event_type). One set-based narrow insert into
+-- own_numbers (events are never updated: issue 16), then the digest fold of what it numbered.
+-- Returns how many it stamped, the lane's last origin_seq (stamped now or before) and how long
+-- the batch's oldest event waited since it was stored (the stamper lag; null when it stamped
+-- none), and NOTIFYs 'streamseal_stamped' with that number when it stamped any.
 create function streamseal.stamp(max_events integer default 10000)
 returns table (stamped integer, last_origin_seq bigint, oldest_wait_seconds double precision)
 language plpgsql
@@ -25,9 +25,13 @@ as $$
 declare
     self text := streamseal.service_name();
     base_seq bigint;
-    row_ids tid[];
+    queued_events uuid[];
+    event_ids uuid[];
     tenants text[];
     event_types text[];
+    stream_ids text[];
+    flag_values integer[];
+    changes streamseal._counted_change[];
     stamped_count integer;
     oldest_stored timestamptz;
 begin
@@ -46,38 +50,54 @@ begin
     perform pg_catalog.pg_advisory_xact_lock(pg_catalog.hashtextextended('streamseal.stamp', 0));
     select s.last_origin_seq into base_seq from streamseal.stamp_state s;
 
-    -- The batch: committed, unstamped own events in insertion order, locked so a concurrent
-    -- DELETE cannot take a row out after it got a number (that would leave a gap). Kept as ctids:
-    -- locked rows cannot move, and the UPDATE below reaches them by TID scan in O(batch), never
-    -- by a join the planner might turn into a scan of the whole store.
-    select pg_catalog.array_agg(b.row_id order by b.local_id),
+    -- The batch: claimed from the queue (migration 032), committed own events not numbered yet,
+    -- in insertion order. The insert trigger queued each in its appending transaction, so only
+    -- committed ones are visible. Claiming deletes (and so locks) the queue rows: a concurrent
+    -- DELETE or UPDATE of one of these events removes or touches its queue row in its trigger, so
+    -- it waits until the numbers are committed and then sees them (the event leaves with its
+    -- number recorded as removed; an update of what the numbers were taken from is refused). A
+    -- queue row whose event was deleted first is gone before we claim it. The events themselves
+    -- are neither updated nor locked: stamping is the narrow insert into own_numbers.
+    with claimed as (
+        delete from streamseal.unstamped u
+        where u.local_id = any (array(
+            select q.local_id from streamseal.unstamped q order by q.local_id limit stamp.max_events))
+        returning u.local_id, u.event_id
+    )
+    select pg_catalog.array_agg(c.event_id order by c.local_id) into queued_events from claimed c;
+    if queued_events is null then
+        return query select 0, base_seq, null::double precision;
+        return;
+    end if;
+
+    select pg_catalog.array_agg(b.event_id order by b.local_id),
            pg_catalog.array_agg(b.tenant order by b.local_id),
            pg_catalog.array_agg(b.event_type order by b.local_id),
+           pg_catalog.array_agg(b.stream_id order by b.local_id),
+           pg_catalog.array_agg(b.flags order by b.local_id),
            pg_catalog.min(b.stored_at)
-    into row_ids, tenants, event_types, oldest_stored
+    into event_ids, tenants, event_types, stream_ids, flag_values, oldest_stored
     from (
-        select e.ctid as row_id, e.tenant, e.event_type, e.local_id, e.stored_at
+        select e.event_id, e.tenant, e.event_type, e.stream_id, e.flags, e.local_id, e.stored_at
         from streamseal.events e
-        where e.origin_seq is null and e.origin = self
-        order by e.local_id
-        limit stamp.max_events
-        for update
+        where e.event_id = any (queued_events) and e.origin = self and e.origin_seq is null
     ) b;
-    if row_ids is null then
+    if event_ids is null then
         return query select 0, base_seq, null::double precision;
         return;
     end if;
 
     with batch as (
-        select u.row_id, u.tenant, u.event_type, u.position
-        from rows from (pg_catalog.unnest(row_ids), pg_catalog.unnest(tenants), pg_catalog.unnest(event_types))
-             with ordinality as u(row_id, tenant, event_type, position)
+        select u.event_id, u.tenant, u.event_type, u.stream_id, u.flags, u.position
+        from rows from (pg_catalog.unnest(event_ids), pg_catalog.unnest(tenants), pg_catalog.unnest(event_types),
+                        pg_catalog.unnest(stream_ids), pg_catalog.unnest(flag_values))
+             with ordinality as u(event_id, tenant, event_type, stream_id, flags, position)
     ), prior as (
         select c.tenant, c.event_type, c.last_type_seq
         from streamseal.type_seq_counters c
         where (c.tenant, c.event_type) in (select b.tenant, b.event_type from batch b)
     ), numbered as (
-        select b.row_id, b.tenant, b.event_type,
+        select b.event_id, b.tenant, b.event_type, b.stream_id, b.flags,
                base_seq + b.position as origin_seq,
                coalesce(p.last_type_seq, 0)
                    + pg_catalog.row_number() over (partition by b.tenant, b.event_type order by b.position) as type_seq
@@ -90,18 +110,27 @@ begin
         group by n.tenant, n.event_type
         on conflict (tenant, event_type) do update set last_type_seq = excluded.last_type_seq
     ), stamped_rows as (
-        update streamseal.events e
-        set origin_seq = n.origin_seq, type_seq = n.type_seq, stamped_at = pg_catalog.now()
+        insert into streamseal.own_numbers (origin, origin_seq, type_seq, event_id, tenant, event_type, stream_id, flags)
+        select self, n.origin_seq, n.type_seq, n.event_id, n.tenant, n.event_type, n.stream_id, n.flags
         from numbered n
-        where e.ctid = any (row_ids) and e.ctid = n.row_id
+        order by n.origin_seq
         returning 1
     )
-    select pg_catalog.count(*)::integer into stamped_count from stamped_rows;
+    select pg_catalog.count(*)::integer,
+           array(select row(self, n.origin_seq, n.tenant, n.event_type, n.stream_id, n.event_id, 1)::streamseal._counted_change
+                 from numbered n
+                 where streamseal._counts_in_digest(n.origin_seq, n.flags))
+    into stamped_count, changes
+    from stamped_rows;
 
-    -- GUARD: every locked row must have been numbered, or the counter would skip numbers.
-    if stamped_count <> pg_catalog.cardinality(row_ids) then
-        raise exception 'stamp: numbered % of % locked events; refusing to leave a gap', stamped_count, pg_catalog.cardinality(row_ids)
+    -- GUARD: every claimed event must have been numbered, or the counter would skip numbers.
+    if stamped_count <> pg_catalog.cardinality(event_ids) then
+        raise exception 'stamp: numbered % of % locked events; refusing to leave a gap', stamped_count, pg_catalog.cardinality(event_ids)
             using errcode = 'XX000';
+    end if;
+    -- The digest fold of the newly counted events (it rode the UPDATE trigger before issue 16).
+    if pg_catalog.cardinality(changes) > 0 then
+        perform streamseal._fold_changes(changes);
     end if;
     update streamseal.stamp_state s set last_origin_seq = base_seq + stamped_count;
 
@@ -109,5 +138,32 @@ begin
     perform pg_catalog.pg_notify('streamseal_stamped', (base_seq + stamped_count)::text);
     return query select stamped_count, base_seq + stamped_count,
         pg_catalog.date_part('epoch', pg_catalog.clock_timestamp() - oldest_stored);
+end
+$$;
+
+-- _own_numbers_adopt moves numbers found on own events in streamseal.events into own_numbers, as
+-- migration 032 does for a database the previous release stamped. For bulk loaders (benches,
+-- tests) that write numbered own history straight into events with the write-path triggers
+-- disabled (with them enabled the insert is refused); call it before enabling them again.
+-- Returns how many events it moved.
+create function streamseal._own_numbers_adopt()
+returns bigint
+language plpgsql
+volatile
+set search_path = pg_catalog, pg_temp
+as $$
+declare
+    self text := streamseal.service_name();
+    moved bigint;
+begin
+    insert into streamseal.own_numbers (origin, origin_seq, type_seq, event_id, tenant, event_type, stream_id, flags)
+    select e.origin, e.origin_seq, e.type_seq, e.event_id, e.tenant, e.event_type, e.stream_id, e.flags
+    from streamseal.events e
+    where e.origin = self and e.origin_seq is not null;
+    get diagnostics moved = row_count;
+    update streamseal.events e
+    set origin_seq = null, type_seq = null
+    where e.origin = self and e.origin_seq is not null;
+    return moved;
 end
 $$;

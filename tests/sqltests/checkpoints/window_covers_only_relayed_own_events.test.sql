@@ -29,7 +29,7 @@ select streamseal.ingest(array[
     streamseal_test.copy('ckpt-window-peer', 3, 1, 'p2', 1, 'peer.only', 't1', event_id => streamseal_test.uid(103))]);
 
 select results_eq(
-    $$ select origin_seq, type_seq, tenant, event_type, flags from streamseal.events
+    $$ select origin_seq, type_seq, tenant, event_type, flags from streamseal.numbered_events
        where origin = 'ckpt-window' order by origin_seq $$,
     $$ values (1::bigint, 1::bigint, 't1'::text, 'order.placed'::text, 0), (2, 2, 't1', 'order.placed', 2),
               (3, 3, 't1', 'order.placed', 1), (4, 1, 't2', 'order.placed', 0), (5, 1, 't1', 'order.shipped', 0),

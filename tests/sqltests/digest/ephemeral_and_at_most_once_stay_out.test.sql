@@ -21,7 +21,7 @@ select streamseal.ingest(array[
     streamseal_test.copy('flags-src', 6, 6, 'only-flagged', 1, flags => 1, event_id => streamseal_test.uid(21)),
     streamseal_test.copy('flags-src', 7, 7, 'only-flagged', 2, flags => 2, event_id => streamseal_test.uid(22))]);
 
-select is((select count(*)::int from streamseal.events where origin = 'digest-flags' and origin_seq is not null), 5,
+select is((select count(*)::int from streamseal.numbered_events where origin = 'digest-flags' and origin_seq is not null), 5,
     'all 5 own events were stamped, flagged or not');
 select results_eq(
     $$ select x0, x1, n from streamseal.stream_digests where origin = 'digest-flags' and stream_id = 'own' $$,
@@ -52,7 +52,7 @@ select origin, tenant, event_type, stream_id, x0, x1, n, updated_at from streams
 
 select is(streamseal.reap_ephemeral(interval '0'), 4::bigint, 'reap_ephemeral removes the 4 ephemeral events');
 select bag_eq(
-    $$ select event_id from streamseal.events where origin in ('digest-flags', 'flags-src') $$,
+    $$ select event_id from streamseal.numbered_events where origin in ('digest-flags', 'flags-src') $$,
     $$ values (streamseal_test.uid(1)), (streamseal_test.uid(3)), (streamseal_test.uid(4)),
               (streamseal_test.uid(11)), (streamseal_test.uid(13)), (streamseal_test.uid(14)),
               (streamseal_test.uid(15)), (streamseal_test.uid(22)) $$,

@@ -25,7 +25,7 @@ from planned p
 group by 1, 2, 3;
 
 select is(
-    (select count(*)::int from streamseal.events e join planned p on streamseal_test.uid(p.i) = e.event_id
+    (select count(*)::int from streamseal.numbered_events e join planned p on streamseal_test.uid(p.i) = e.event_id
      where e.origin_seq = p.i),
     35, 'stamping numbered event i with origin_seq i');
 

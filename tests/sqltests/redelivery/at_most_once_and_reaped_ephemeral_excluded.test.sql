@@ -19,7 +19,7 @@ select streamseal.append('t2', 's3', 1, 'tick', '\x07'::bytea, flags => 2, event
 select streamseal.stamp();
 
 select results_eq(
-    $$ select event_id, flags, origin_seq, type_seq from streamseal.events order by origin_seq $$,
+    $$ select event_id, flags, origin_seq, type_seq from streamseal.numbered_events order by origin_seq $$,
     $$ values (streamseal_test.uid(1), 0, 1::bigint, 1::bigint), (streamseal_test.uid(2), 2, 2, 2),
               (streamseal_test.uid(3), 1, 3, 3), (streamseal_test.uid(4), 0, 4, 4), (streamseal_test.uid(5), 0, 5, 5),
               (streamseal_test.uid(6), 2, 6, 1), (streamseal_test.uid(7), 2, 7, 1) $$,

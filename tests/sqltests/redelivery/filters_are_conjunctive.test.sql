@@ -24,35 +24,35 @@ select streamseal.append(array(
 select streamseal.stamp();
 
 select is_empty(
-    $$ select e.event_id from streamseal.events e join planned p on streamseal_test.uid(p.i) = e.event_id
+    $$ select e.event_id from streamseal.numbered_events e join planned p on streamseal_test.uid(p.i) = e.event_id
        where e.origin_seq <> p.i or e.type_seq <> p.type_seq $$,
     'fixture: origin_seq is i and type_seq counts per (tenant, type)');
 
 -- Each filter alone, against the plain predicate over the store.
 select results_eq(
     $$ select event_id from streamseal.select_redelivery(array['t1'], array['a', 'b']) $$,
-    $$ select event_id from streamseal.events where tenant = 't1' and event_type in ('a', 'b')
+    $$ select event_id from streamseal.numbered_events where tenant = 't1' and event_type in ('a', 'b')
        order by stream_id, stream_version $$,
     'the tenants filter alone keeps the named tenants (12 of 24)');
 select results_eq(
     $$ select event_id from streamseal.select_redelivery(array['t1', 't2'], array['a']) $$,
-    $$ select event_id from streamseal.events where tenant in ('t1', 't2') and event_type = 'a'
+    $$ select event_id from streamseal.numbered_events where tenant in ('t1', 't2') and event_type = 'a'
        order by stream_id, stream_version $$,
     'the event types filter alone keeps the named types');
 select results_eq(
     $$ select event_id from streamseal.select_redelivery(array['t1', 't2'], array['a', 'b'], streams => array['s0', 's2']) $$,
-    $$ select event_id from streamseal.events where tenant in ('t1', 't2') and event_type in ('a', 'b')
+    $$ select event_id from streamseal.numbered_events where tenant in ('t1', 't2') and event_type in ('a', 'b')
        and stream_id in ('s0', 's2') order by stream_id, stream_version $$,
     'the streams filter alone keeps the named streams');
 select results_eq(
     $$ select event_id from streamseal.select_redelivery(array['t1', 't2'], array['a', 'b'], from_seq => 5, to_seq => 15) $$,
-    $$ select event_id from streamseal.events where tenant in ('t1', 't2') and event_type in ('a', 'b')
+    $$ select event_id from streamseal.numbered_events where tenant in ('t1', 't2') and event_type in ('a', 'b')
        and origin_seq >= 5 and origin_seq < 15 order by stream_id, stream_version $$,
     'the origin_seq window alone keeps [5, 15), half-open');
 select results_eq(
     $$ select event_id from streamseal.select_redelivery(array['t1', 't2'], array['a', 'b'],
                                                            type_seq_ranges => '{[2,4), [6,7)}') $$,
-    $$ select event_id from streamseal.events where tenant in ('t1', 't2') and event_type in ('a', 'b')
+    $$ select event_id from streamseal.numbered_events where tenant in ('t1', 't2') and event_type in ('a', 'b')
        and type_seq in (2, 3, 6) order by stream_id, stream_version $$,
     'the type_seq ranges alone keep type_seqs 2, 3 and 6');
 

@@ -49,7 +49,7 @@ select results_eq(
        from streamseal.select_redelivery(array['t1'], array['thing.happened']) $$,
     $$ select event_id, origin_seq, type_seq, tenant, stream_id, stream_version, event_type, flags, payload,
               metadata, occurred_at
-       from streamseal.events where origin = 'redeliver-own' and origin_seq is not null
+       from streamseal.numbered_events where origin = 'redeliver-own' and origin_seq is not null
        order by stream_id, stream_version $$,
     'every selected row carries the stored identity, sequences and payload bytes unchanged');
 select results_eq(

@@ -18,7 +18,7 @@ select streamseal.grant_redelivery('billing', array['b'], array['globex']);
 
 select results_eq(
     $$ select event_id from streamseal.select_redelivery(array['acme', 'globex'], array['a', 'b'], requester => 'billing') $$,
-    $$ select event_id from streamseal.events where tenant = 'acme' or (tenant = 'globex' and event_type = 'b')
+    $$ select event_id from streamseal.numbered_events where tenant = 'acme' or (tenant = 'globex' and event_type = 'b')
        order by stream_id, stream_version $$,
     'the wide walk returns only granted pairs (globex''s a is left out)');
 select results_eq(
@@ -27,17 +27,17 @@ select results_eq(
     'a narrow window of an ungranted pair returns nothing');
 select results_eq(
     $$ select event_id from streamseal.select_redelivery(array['acme', 'globex'], array['a'], type_seq_ranges => '{[1,4)}', requester => 'billing') $$,
-    $$ select event_id from streamseal.events where tenant = 'acme' and event_type = 'a' and type_seq < 4
+    $$ select event_id from streamseal.numbered_events where tenant = 'acme' and event_type = 'a' and type_seq < 4
        order by stream_id, stream_version $$,
     'the type_seq path returns only granted pairs');
 select results_eq(
     $$ select event_id from streamseal.select_redelivery(array['acme', 'globex'], array['a'], streams => array['s0', 's1'], requester => 'billing') $$,
-    $$ select event_id from streamseal.events where tenant = 'acme' and event_type = 'a' and stream_id in ('s0', 's1')
+    $$ select event_id from streamseal.numbered_events where tenant = 'acme' and event_type = 'a' and stream_id in ('s0', 's1')
        order by stream_id, stream_version $$,
     'the named-streams path returns only granted pairs');
 select results_eq(
     $$ select event_id from streamseal.select_redelivery(null, array['a', 'b'], requester => 'billing') $$,
-    $$ select event_id from streamseal.events where tenant = 'acme' or (tenant = 'globex' and event_type = 'b')
+    $$ select event_id from streamseal.numbered_events where tenant = 'acme' or (tenant = 'globex' and event_type = 'b')
        order by stream_id, stream_version $$,
     'no tenant named: the requester''s granted pairs, not every tenant');
 select is_empty(

@@ -41,12 +41,12 @@ select results_eq($$ select stamped, last_origin_seq from streamseal.stamp() $$,
     'a second stamp with nothing pending stamps 0 and still reports last_origin_seq 13');
 
 select results_eq(
-    $$ select event_id, origin_seq from streamseal.events where origin = 'stamp-dense' order by origin_seq $$,
+    $$ select event_id, origin_seq from streamseal.numbered_events where origin = 'stamp-dense' order by origin_seq $$,
     $$ select streamseal_test.uid(n), n::bigint from generate_series(1, 13) n $$,
     'origin_seq is exactly 1..13 in append order');
 
 select results_eq(
-    $$ select tenant, event_type, event_id, type_seq from streamseal.events
+    $$ select tenant, event_type, event_id, type_seq from streamseal.numbered_events
        where origin = 'stamp-dense' order by tenant, event_type, type_seq $$,
     $$ values ('ta', 'x.made', streamseal_test.uid(1), 1::bigint), ('ta', 'x.made', streamseal_test.uid(4), 2),
               ('ta', 'x.made', streamseal_test.uid(7), 3), ('ta', 'x.made', streamseal_test.uid(10), 4),

@@ -1,0 +1,90 @@
+package migrate_test
+
+import (
+	"context"
+	"os"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/streamseal/streamseal/controlplane/migrate"
+	"github.com/streamseal/streamseal/internal/dbtest"
+)
+
+// TestMigrate_UpgradeMovesOwnNumbersInPlace protects invariants 3 and 7 across the upgrade to
+// migration 032 (issue 16): a database migrated by the previous release, whose stamper wrote own
+// events' numbers into streamseal.events, upgrades in place. Every stamped own event keeps its
+// origin_seq and type_seq (read through streamseal.numbered_events), events no longer carries
+// them, copies keep theirs, an own event still unstamped is numbered next, above everything, and
+// no number is reused. STREAMSEAL_UPGRADE_EVENTS sets how many own events the old database holds
+// (default 2000; the README's timing used 1000000); the migrate's duration is logged.
+func TestMigrate_UpgradeMovesOwnNumbersInPlace(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	size := 2000
+	if v := os.Getenv("STREAMSEAL_UPGRADE_EVENTS"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 10 {
+			t.Fatalf("STREAMSEAL_UPGRADE_EVENTS=%q: want a number >= 10", v)
+		}
+		size = n
+	}
+	conn := connect(t, dbtest.New(t))
+
+	// The previous release's shape: schema version 31, no own_numbers nor queue, the partial
+	// index as the stamper's queue, and own events numbered in events (its stamper's UPDATE).
+	mustExec(t, conn, "select streamseal.set_service_name('upgrader')")
+	mustExec(t, conn, `drop table streamseal.own_numbers, streamseal.unstamped cascade`)
+	mustExec(t, conn, `create index events_unstamped on streamseal.events (local_id) where origin_seq is null`)
+	mustExec(t, conn, "update "+migrate.VersionTable+" set version = 31")
+	mustExec(t, conn, `alter table streamseal.events disable trigger user`)
+	mustExec(t, conn, `
+		insert into streamseal.events (event_id, origin, origin_seq, type_seq, tenant, stream_id, stream_version, event_type, payload)
+		select md5('own' || g)::uuid, 'upgrader', g, (g + 1) / 2, 't1', 's' || (g % 97), g, 'ty' || (g % 2), '\x7b7d'
+		from generate_series(1, `+strconv.Itoa(size)+`) g`)
+	mustExec(t, conn, `
+		insert into streamseal.events (event_id, origin, origin_seq, type_seq, tenant, stream_id, stream_version, event_type, payload)
+		values (md5('copy')::uuid, 'other', 7, 7, 't1', 'c', 1, 'ty0', '\x7b7d'),
+		       (md5('unstamped')::uuid, 'upgrader', null, null, 't1', 'late', 1, 'ty0', '\x7b7d')`)
+	mustExec(t, conn, `alter table streamseal.events enable trigger user`)
+	mustExec(t, conn, `update streamseal.stamp_state set last_origin_seq = `+strconv.Itoa(size+3))
+	mustExec(t, conn, `
+		insert into streamseal.type_seq_counters (tenant, event_type, last_type_seq)
+		values ('t1', 'ty0', `+strconv.Itoa(size)+`), ('t1', 'ty1', `+strconv.Itoa(size)+`)`)
+	mustExec(t, conn, "create table upgrade_before as select event_id, origin_seq, type_seq from streamseal.events where origin_seq is not null")
+
+	start := time.Now()
+	if _, err := migrate.Migrate(ctx, conn); err != nil {
+		t.Fatalf("upgrade: %v", err)
+	}
+	t.Logf("upgrade of %d stamped own events: %v", size, time.Since(start))
+
+	var differing, inEvents, numbered int64
+	if err := conn.QueryRow(ctx, `
+		select (select count(*) from upgrade_before b
+		        full join streamseal.numbered_events e on e.event_id = b.event_id
+		        where (b.origin_seq, b.type_seq) is distinct from (e.origin_seq, e.type_seq)),
+		       (select count(*) from streamseal.events where origin = 'upgrader' and origin_seq is not null),
+		       (select count(*) from streamseal.own_numbers)`).Scan(&differing, &inEvents, &numbered); err != nil {
+		t.Fatal(err)
+	}
+	if differing != 0 {
+		t.Fatalf("%d events read through numbered_events differ from their numbers before the upgrade; want 0", differing)
+	}
+	if inEvents != 0 || numbered != int64(size) {
+		t.Fatalf("after the upgrade %d own events carry numbers in events and own_numbers holds %d rows; want 0 and %d", inEvents, numbered, size)
+	}
+
+	var stamped, last int64
+	if err := conn.QueryRow(ctx, "select stamped, last_origin_seq from streamseal.stamp()").Scan(&stamped, &last); err != nil {
+		t.Fatal(err)
+	}
+	var seq, typeSeq int64
+	if err := conn.QueryRow(ctx, `select origin_seq, type_seq from streamseal.numbered_events where event_id = md5('unstamped')::uuid`).Scan(&seq, &typeSeq); err != nil {
+		t.Fatalf("the event left unstamped by the old release: %v", err)
+	}
+	if stamped != 1 || seq != int64(size+4) || typeSeq != int64(size+1) {
+		t.Fatalf("the first stamp after the upgrade numbered %d events, the late one (%d, %d); want 1 and (%d, %d): above every number handed out before",
+			stamped, seq, typeSeq, size+4, size+1)
+	}
+}
