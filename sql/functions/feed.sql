@@ -161,12 +161,10 @@ set search_path = pg_catalog, pg_temp
 as $$
     select e.event_id, e.origin, e.origin_seq, e.type_seq, e.tenant, e.stream_id, e.stream_version, e.event_type,
            e.flags, e.payload, e.metadata, e.occurred_at, e.stored_at
-    from streamseal.own_events e
-    where e.origin_seq > _feed_own_rows.after_seq and e.origin_seq <= _feed_own_rows.through
-      and (_feed_own_rows.event_types is null or e.event_type = any (_feed_own_rows.event_types))
-      and (_feed_own_rows.tenants is null or e.tenant = any (_feed_own_rows.tenants))
-    order by e.origin_seq
-    limit _feed_own_rows.max_events
+    -- Walks own_numbers by its key and probes events only for rows in scope (_own_lane_after):
+    -- O(page) whatever the statistics say.
+    from streamseal._own_lane_after(_feed_own_rows.after_seq, _feed_own_rows.through,
+                                    _feed_own_rows.event_types, _feed_own_rows.tenants, _feed_own_rows.max_events) e
 $$;
 
 -- _feed_members: the origins this store holds in scope and their generations: this service when

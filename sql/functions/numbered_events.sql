@@ -42,3 +42,43 @@ where e.origin_seq is not null
 union all
 select n.origin, n.origin_seq, n.type_seq, n.event_id, n.tenant, n.event_type, n.stream_id, n.flags
 from streamseal.own_numbers n;
+
+-- _own_lane_after returns up to max_events own numbered events with after_seq < origin_seq <=
+-- through (through null: no upper bound), of the given event types and tenants (null: any), in
+-- origin_seq order: the relay's page (relay.sql) and the feed's own rows (feed.sql).
+--
+-- It walks own_numbers by its key (origin, origin_seq) from the position and probes events by
+-- event_id once per row in scope, whatever the statistics say: O(page) rows of each table. (The
+-- own_events view names no origin and lets the planner choose: a table never analyzed after a
+-- bulk load got a scan of the whole lane and a hash join for every page, 20 000 rows of each
+-- table for a 200-row relay page at 20 000 events.) The probe is a fenced lateral subquery
+-- (offset 0), so it stays one primary-key probe per row; sorts, bitmap and sequential scans
+-- are off, so the walk is the key's index scan and stops at the page.
+create function streamseal._own_lane_after(after_seq bigint, through bigint, event_types text[], tenants text[],
+                                           max_events integer)
+returns setof streamseal.numbered_events
+language sql
+stable
+set search_path = pg_catalog, pg_temp
+set enable_sort = off
+set enable_bitmapscan = off
+set enable_seqscan = off
+as $$
+    select e.event_id, e.local_id, n.origin, n.origin_seq, n.type_seq, n.tenant, e.stream_id, e.stream_version,
+           n.event_type, e.flags, e.payload, e.metadata, e.occurred_at, e.stored_at
+    from streamseal.own_numbers n
+    cross join lateral (
+        select x.event_id, x.local_id, x.stream_id, x.stream_version, x.flags, x.payload, x.metadata,
+               x.occurred_at, x.stored_at
+        from streamseal.events x
+        where x.event_id = n.event_id
+        offset 0
+    ) e
+    where n.origin = streamseal.service_name()
+      and n.origin_seq > _own_lane_after.after_seq
+      and (_own_lane_after.through is null or n.origin_seq <= _own_lane_after.through)
+      and (_own_lane_after.event_types is null or n.event_type = any (_own_lane_after.event_types))
+      and (_own_lane_after.tenants is null or n.tenant = any (_own_lane_after.tenants))
+    order by n.origin_seq
+    limit _own_lane_after.max_events
+$$;

@@ -49,8 +49,12 @@ $$;
 -- after the cursor (from the start when after_stream is null), always by walking the
 -- (origin, stream_id, stream_version) index: sorts and bitmap scans are switched off here, so a
 -- table whose statistics predate a bulk load cannot turn the walk into a read of the whole lane.
--- The own lane's numbers are in own_numbers (own_events, issue 16); a copied lane's (a service
--- answering a backfill with forwarded copies, backfill_answers.sql) in events.
+-- The own lane's numbers are in own_numbers (issue 16); a copied lane's (a service answering a
+-- backfill with forwarded copies, backfill_answers.sql) in events. The own lane walks events
+-- and probes own_numbers by event_id once per row, in a fenced lateral subquery (offset 0): an
+-- unnumbered own event has no row there and is skipped. (Through the own_events view, a table
+-- never analyzed after a bulk load got a nested loop that materialized the whole own_numbers
+-- scan and rescanned it per page row: 795 ms a 500-row page at 20 000 events instead of ~3 ms.)
 create function streamseal._stream_walk(lane text, after_stream text, after_version bigint, n integer)
 returns setof streamseal.numbered_events
 language plpgsql
@@ -64,13 +68,27 @@ as $$
 begin
     if _stream_walk.lane = streamseal.service_name() and _stream_walk.after_stream is null then
         return query
-        select e.* from streamseal.own_events e
+        select e.event_id, e.local_id, n.origin, n.origin_seq, n.type_seq, n.tenant, e.stream_id,
+               e.stream_version, n.event_type, e.flags, e.payload, e.metadata, e.occurred_at, e.stored_at
+        from streamseal.events e
+        cross join lateral (
+            select x.origin, x.origin_seq, x.type_seq, x.tenant, x.event_type
+            from streamseal.own_numbers x where x.event_id = e.event_id
+            offset 0
+        ) n
         where e.origin = _stream_walk.lane
         order by e.origin, e.stream_id, e.stream_version
         limit _stream_walk.n;
     elsif _stream_walk.lane = streamseal.service_name() then
         return query
-        select e.* from streamseal.own_events e
+        select e.event_id, e.local_id, n.origin, n.origin_seq, n.type_seq, n.tenant, e.stream_id,
+               e.stream_version, n.event_type, e.flags, e.payload, e.metadata, e.occurred_at, e.stored_at
+        from streamseal.events e
+        cross join lateral (
+            select x.origin, x.origin_seq, x.type_seq, x.tenant, x.event_type
+            from streamseal.own_numbers x where x.event_id = e.event_id
+            offset 0
+        ) n
         where e.origin = _stream_walk.lane
           and (e.stream_id, e.stream_version) > (_stream_walk.after_stream, _stream_walk.after_version)
         order by e.origin, e.stream_id, e.stream_version
@@ -230,12 +248,20 @@ begin
         cross join (select distinct y.event_type from pg_catalog.unnest(select_redelivery.event_types) y(event_type)) y
         cross join pg_catalog.unnest(select_redelivery.type_seq_ranges) r
         cross join lateral (
-            select x.* from streamseal.own_events x
+            -- own_numbers by its (origin, tenant, event_type, type_seq) key, then each row's
+            -- event by event_id (a fenced probe): never a join the planner may reorder.
+            select ev.event_id, x.origin_seq, x.type_seq, x.tenant, ev.stream_id, ev.stream_version, x.event_type,
+                   ev.flags, ev.payload, ev.metadata, ev.occurred_at
+            from streamseal.own_numbers x
+            cross join lateral (
+                select v.event_id, v.stream_id, v.stream_version, v.flags, v.payload, v.metadata, v.occurred_at
+                from streamseal.events v where v.event_id = x.event_id
+                offset 0
+            ) ev
             where x.origin = self
               and x.tenant = t.tenant
               and x.event_type = y.event_type
               and (select_redelivery.requester is null or streamseal._granted(select_redelivery.requester, x.tenant, x.event_type))
-              and x.type_seq is not null
               and x.type_seq >= pg_catalog.lower(r) and x.type_seq < pg_catalog.upper(r)
               and (x.flags in (0, 1, 4, 5) or (x.flags in (2, 6) and x.event_type = any (amo_types))) -- at-most-once: only opted in (see above)
               and not (select_redelivery.state_only and x.flags in (1, 5)) -- a backfill ships no ephemeral event
@@ -243,7 +269,7 @@ begin
               and (select_redelivery.from_seq is null or x.origin_seq >= select_redelivery.from_seq)
               and (select_redelivery.to_seq is null or x.origin_seq < select_redelivery.to_seq)
               and (select_redelivery.after_stream is null
-                   or (x.stream_id, x.stream_version) > (select_redelivery.after_stream, select_redelivery.after_version))
+                   or (ev.stream_id, ev.stream_version) > (select_redelivery.after_stream, select_redelivery.after_version))
             -- A fence: the subquery stays one index range scan per requested range.
             offset 0
         ) e
@@ -255,11 +281,17 @@ begin
     -- GUARD: a narrow window is read through the index that bounds it and sorted: O(window) a page.
     if window_size <= 8 * page then
         return query
-    select e.event_id, e.origin_seq, e.type_seq, e.tenant, e.stream_id, e.stream_version, e.event_type,
-           e.flags, e.payload, e.metadata, e.occurred_at
-    from streamseal.own_events e
+    select ev.event_id, e.origin_seq, e.type_seq, e.tenant, e.stream_id, ev.stream_version, e.event_type,
+           e.flags, ev.payload, ev.metadata, ev.occurred_at
+    -- own_numbers by its (origin, origin_seq) key over the window, then each row's event by
+    -- event_id (a fenced probe): O(window) rows of each, whatever the statistics say.
+    from streamseal.own_numbers e
+    cross join lateral (
+        select v.event_id, v.stream_version, v.payload, v.metadata, v.occurred_at
+        from streamseal.events v where v.event_id = e.event_id
+        offset 0
+    ) ev
     where e.origin = self
-      and e.origin_seq is not null
       -- Not an at-most-once occurrence (bit 2). Spelled as the flag values it allows (flags holds
       -- bits 1, 2 and 4 only) so the planner estimates it from column statistics: flags & 2 = 0
       -- is guessed at 0.5% of rows, which turned a 500-row keyset page at 50k rows into a full
@@ -276,8 +308,8 @@ begin
       -- A row comparison, so the (origin, stream_id, stream_version) index starts the page at the
       -- cursor instead of filtering everything before it.
       and (select_redelivery.after_stream is null
-           or (e.stream_id, e.stream_version) > (select_redelivery.after_stream, select_redelivery.after_version))
-    order by e.stream_id, e.stream_version
+           or (e.stream_id, ev.stream_version) > (select_redelivery.after_stream, select_redelivery.after_version))
+    order by e.stream_id, ev.stream_version
     limit least(select_redelivery.max_events, select_redelivery.cap);
         return;
     end if;
@@ -296,23 +328,32 @@ begin
         from (select distinct s.stream_id from pg_catalog.unnest(select_redelivery.streams) as s(stream_id)
               order by s.stream_id) s
         cross join lateral (
-            select x.* from streamseal.own_events x
+            -- events by (origin, stream_id, stream_version), then each row's numbers by
+            -- event_id (a fenced probe): never a join the planner may reorder.
+            select x.event_id, n.origin_seq, n.type_seq, n.tenant, x.stream_id, x.stream_version, n.event_type,
+                   x.flags, x.payload, x.metadata, x.occurred_at
+            from streamseal.events x
+            cross join lateral (
+                select w.origin_seq, w.type_seq, w.tenant, w.event_type
+                from streamseal.own_numbers w where w.event_id = x.event_id
+                offset 0
+            ) n
             where x.origin = self
               and x.stream_id = s.stream_id
               and (select_redelivery.after_stream is null
                    or (x.stream_id, x.stream_version) > (select_redelivery.after_stream, select_redelivery.after_version))
-              and x.origin_seq is not null
-              and (x.flags in (0, 1, 4, 5) or (x.flags in (2, 6) and x.event_type = any (amo_types))) -- at-most-once: only opted in (see above)
+              and (x.flags in (0, 1, 4, 5) or (x.flags in (2, 6) and n.event_type = any (amo_types))) -- at-most-once: only opted in (see above)
               and not (select_redelivery.state_only and x.flags in (1, 5)) -- a backfill ships no ephemeral event
-              and x.tenant = any (select_redelivery.tenants)
-              and x.event_type = any (select_redelivery.event_types)
-              and (select_redelivery.requester is null or streamseal._granted(select_redelivery.requester, x.tenant, x.event_type))
-              -- origin_seq + 0: the window bounds filter, never lead. On a table never analyzed
-              -- (reltuples -1, as after a bulk load into a new store) the planner took the
-              -- origin_seq index for each named stream and read the whole window once per stream.
-              and (select_redelivery.from_seq is null or x.origin_seq + 0 >= select_redelivery.from_seq)
-              and (select_redelivery.to_seq is null or x.origin_seq + 0 < select_redelivery.to_seq)
-              and (select_redelivery.type_seq_ranges is null or select_redelivery.type_seq_ranges @> x.type_seq)
+              and n.tenant = any (select_redelivery.tenants)
+              and n.event_type = any (select_redelivery.event_types)
+              and (select_redelivery.requester is null or streamseal._granted(select_redelivery.requester, n.tenant, n.event_type))
+              -- The window bounds filter the probed numbers, never lead: on a table never
+              -- analyzed (reltuples -1, as after a bulk load into a new store) the planner took
+              -- the origin_seq index for each named stream and read the whole window once per
+              -- stream.
+              and (select_redelivery.from_seq is null or n.origin_seq >= select_redelivery.from_seq)
+              and (select_redelivery.to_seq is null or n.origin_seq < select_redelivery.to_seq)
+              and (select_redelivery.type_seq_ranges is null or select_redelivery.type_seq_ranges @> n.type_seq)
             order by x.stream_version
             -- Also a fence: the subquery stays a per-stream index walk.
             limit page

@@ -54,9 +54,8 @@ begin
     select stamped_count, waited,
            e.event_id, e.origin, e.origin_seq, e.type_seq, e.tenant, e.stream_id, e.stream_version,
            e.event_type, e.flags, e.payload, e.metadata, e.occurred_at
-    from streamseal.own_events e
-    where e.origin_seq > after
-    order by e.origin_seq
-    limit relay_page.max_events;
+    -- The page walks own_numbers by its key from the position (_own_lane_after): O(page) rows
+    -- whatever the statistics say (through the own_events view, every page read the lane).
+    from streamseal._own_lane_after(after, null, null, null, relay_page.max_events) e;
 end
 $$;
