@@ -206,7 +206,13 @@ begin
            n.event_id is not null)::streamseal._updated_pair
     from before_update o
     join after_update a on a.local_id = o.local_id
-    left join streamseal.own_numbers n on o.origin = self and o.origin_seq is null and n.event_id = o.event_id);
+    -- An event_id probe per updated row, fenced (offset 0): the statement's rows lead, never a
+    -- read of the whole own_numbers table.
+    left join lateral (
+        select x.event_id, x.origin_seq, x.type_seq from streamseal.own_numbers x
+        where o.origin = self and o.origin_seq is null and x.event_id = o.event_id
+        offset 0
+    ) n on true);
 
     stamped_own := exists (select from pg_catalog.unnest(pairs) p where p.origin = self and p.origin_seq is not null);
 
