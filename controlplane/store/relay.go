@@ -25,16 +25,12 @@ func RelayLeaderTryLock(ctx context.Context, conn *pgx.Conn) (bool, error) {
 }
 
 // RelayPending reads up to max stamped own events above the relay's cursor, in origin_seq
-// order. Everything up to stamp_state.last_origin_seq is committed (a stamp batch commits whole),
+// order, walking own_numbers by its key (streamseal._own_lane_after). Everything up to stamp_state.last_origin_seq is committed (a stamp batch commits whole),
 // so no later commit can appear below what this read returns.
 func RelayPending(ctx context.Context, db Querier, max int) ([]EventCopy, error) {
 	rows, err := db.Query(ctx, `
 		select `+eventCopySQL+`
-		from streamseal.own_events e
-		where e.origin = streamseal.service_name()
-		  and e.origin_seq > (select published_through from streamseal.relay_state)
-		order by e.origin_seq
-		limit $1`, max)
+		from streamseal._own_lane_after((select published_through from streamseal.relay_state), null, null, null, $1) e`, max)
 	if err != nil {
 		return nil, classify("read events to relay", err)
 	}
@@ -47,13 +43,15 @@ func RelayPending(ctx context.Context, db Querier, max int) ([]EventCopy, error)
 
 // RelayCursorAdvance moves the relay's cursor to acked (never back) and returns how long the
 // acknowledged event waited between its store and now, in the database's clock (the relay lag);
-// ok is false when that event is not held.
+// ok is false when that event is not held. The event is found by its number's key in own_numbers,
+// then by event_id: two key probes, never a join the planner chooses.
 func RelayCursorAdvance(ctx context.Context, db Querier, acked int64) (age time.Duration, ok bool, err error) {
 	var seconds *float64
 	if err := db.QueryRow(ctx, `
 		update streamseal.relay_state set published_through = greatest(published_through, $1), updated_at = now()
-		returning (select date_part('epoch', clock_timestamp() - e.stored_at) from streamseal.own_events e
-		           where e.origin = streamseal.service_name() and e.origin_seq = $1)`, acked).Scan(&seconds); err != nil {
+		returning (select date_part('epoch', clock_timestamp() - e.stored_at) from streamseal.events e
+		           where e.event_id = (select n.event_id from streamseal.own_numbers n
+		                               where n.origin = streamseal.service_name() and n.origin_seq = $1))`, acked).Scan(&seconds); err != nil {
 		return 0, false, classify("record relay cursor", err)
 	}
 	if seconds == nil {
