@@ -4,6 +4,10 @@
 -- wakes it and coverage_audit on the deep audit's schedule; `streamseal audit --local` runs it
 -- by hand.
 --
+-- Registration is an application entry point (SECURITY DEFINER, granted in privileges.sql); the
+-- handlers run with the rights of the role that runs run_handler (the control plane), which must
+-- be granted what they touch.
+--
 -- A projection builds state: every event of its types in feed order, state-only ones included,
 -- and a cursor per bucket (projection_cursors) folded like stream_digests in the transaction of
 -- its own writes. A reactor does side effects: live and repaired events, never a state-only one
@@ -112,6 +116,15 @@ begin
     end if;
     perform streamseal._handler_require_function(_register_handler.caller, 'handler', _register_handler.handler,
         array['streamseal.handler_event'::regtype]);
+    -- GUARD: registration runs with the owner's rights (an application entry point); the caller
+    -- names only functions it may execute itself.
+    if not pg_catalog.has_function_privilege(session_user, _register_handler.handler, 'EXECUTE')
+       or (_register_handler.reset is not null
+           and not pg_catalog.has_function_privilege(session_user, _register_handler.reset, 'EXECUTE')) then
+        raise exception '%: role % may not execute % or %', _register_handler.caller, session_user,
+            _register_handler.handler, coalesce(_register_handler.reset::text, 'its reset hook')
+            using errcode = '42501';
+    end if;
     if _register_handler.reset is not null then
         perform streamseal._handler_require_function(_register_handler.caller, 'reset hook', _register_handler.reset,
             array['text'::regtype, 'text'::regtype, 'text'::regtype]);
@@ -135,6 +148,8 @@ begin
         return 'updated';
     end if;
 
+    -- A running control plane starts running it (controlplane/projections listens).
+    perform pg_catalog.pg_notify('streamseal_handlers', _register_handler.name);
     if _register_handler.from_start then
         insert into streamseal.handlers (name, kind, event_types, tenants, handler, reset, token, born_late)
         values (_register_handler.name, _register_handler.kind, types, scope_tenants, _register_handler.handler,
@@ -162,6 +177,7 @@ create function streamseal.register_projection(name text, event_types text[], ha
 returns text
 language sql
 volatile
+security definer
 set search_path = pg_catalog, pg_temp
 as $$
     select streamseal._register_handler('register_projection', 'projection', register_projection.name,
@@ -176,6 +192,7 @@ create function streamseal.register_reactor(name text, event_types text[], handl
 returns text
 language sql
 volatile
+security definer
 set search_path = pg_catalog, pg_temp
 as $$
     select streamseal._register_handler('register_reactor', 'reactor', register_reactor.name,
@@ -188,6 +205,7 @@ create function streamseal.unregister_handler(name text)
 returns boolean
 language plpgsql
 volatile
+security definer
 set search_path = pg_catalog, pg_temp
 as $$
 begin
