@@ -34,6 +34,8 @@ const (
 	// HeldRecheckDefault is how soon the runner looks again while copies wait behind an open
 	// transaction (no notification announces its end).
 	HeldRecheckDefault = 100 * time.Millisecond
+	// ErrorRetryDefault is how soon the runner tries again when it could not list the handlers.
+	ErrorRetryDefault = time.Second
 	// IdleFailsafeDefault bounds one idle wait for a notification; a failsafe, not a poll.
 	IdleFailsafeDefault = 10 * time.Minute
 )
@@ -82,20 +84,40 @@ func (r *Runner) Run(ctx context.Context) error {
 	}
 	conn := pooled.Hijack()
 	defer conn.Close(context.WithoutCancel(ctx))
-	for _, channel := range []string{store.ChannelFeed, store.ChannelStamped, store.ChannelHandlers} {
-		if err := store.Listen(ctx, conn, channel); err != nil {
-			return fmt.Errorf("projections: %w", err)
-		}
+	if err := store.Listen(ctx, conn, store.ChannelHandlers); err != nil {
+		return fmt.Errorf("projections: %w", err)
 	}
+	// The feed's channels are listened to only while a handler is registered: a store without
+	// handlers pays nothing per landed row.
+	listening := false
 	for {
-		busy, held := r.Pass(ctx)
+		busy, held, handlers := r.pass(ctx)
 		if err := ctx.Err(); err != nil {
 			return err
+		}
+		if handlers >= 0 && (handlers > 0) != listening {
+			for _, channel := range []string{store.ChannelFeed, store.ChannelStamped} {
+				if listening {
+					err = store.ChannelUnlisten(ctx, conn, channel)
+				} else {
+					err = store.Listen(ctx, conn, channel)
+				}
+				if err != nil {
+					return fmt.Errorf("projections: %w", err)
+				}
+			}
+			listening = !listening
+			if listening {
+				continue // what landed before the LISTEN: one more pass
+			}
 		}
 		if busy {
 			continue
 		}
 		deadline := time.Now().Add(IdleFailsafeDefault)
+		if handlers < 0 {
+			deadline = time.Now().Add(ErrorRetryDefault) // the handler list could not be read
+		}
 		if held {
 			deadline = time.Now().Add(r.HeldRecheck)
 		}
@@ -115,13 +137,18 @@ func (r *Runner) Run(ctx context.Context) error {
 // more to read; held: one found copies held back behind an open transaction. Errors are logged
 // and counted: one handler's trouble never stops the others.
 func (r *Runner) Pass(ctx context.Context) (busy, held bool) {
+	busy, held, _ = r.pass(ctx)
+	return busy, held
+}
+
+func (r *Runner) pass(ctx context.Context) (busy, held bool, handlers int) {
 	names, err := store.HandlerNames(ctx, r.Pool)
 	if err != nil {
 		if ctx.Err() == nil {
 			r.errs.Add(1)
 			r.logger().Warn("projections: list handlers", "err", err)
 		}
-		return false, false
+		return false, false, -1
 	}
 	batch, steps := r.BatchSize, r.StepsPerPass
 	if batch == 0 {
@@ -155,7 +182,7 @@ func (r *Runner) Pass(ctx context.Context) (busy, held bool) {
 			}
 		}
 	}
-	return busy, held
+	return busy, held, len(names)
 }
 
 func (r *Runner) logger() *slog.Logger {

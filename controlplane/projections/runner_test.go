@@ -178,3 +178,24 @@ func TestRunner_KilledMidBatchStateAndCursorAgreeAfterRestart(t *testing.T) {
 		t.Fatalf("coverage audit after the restart: %+v, want no gap", res)
 	}
 }
+
+// A runner started before any handler exists listens only for registrations; a projection
+// registered while it runs is run at once, and the events that land after it reach it (woken by
+// NOTIFY: the runner's idle failsafe is ten minutes, the test's thirty seconds).
+func TestRunner_AHandlerRegisteredWhileRunningIsRun(t *testing.T) {
+	pool := setup(t, "proj-late-register")
+	ctx := context.Background()
+	r := &projections.Runner{Pool: pool, Logger: testrun.Logger(t)}
+	testrun.Go(t, "runner", r.Run)
+	ingest(t, pool, copyOf(1, 1, 1, 0))
+	if _, err := store.ProjectionRegister(ctx, pool, "orders-view", []string{placed}, "app.project", nil, "", true); err != nil {
+		t.Fatal(err)
+	}
+	testrun.WaitFor(t, "the history before the registration is folded", func() bool {
+		return count(t, pool, `select count(*) from app.seen where event_id = $1`, idOf(1)) == 1
+	})
+	ingest(t, pool, copyOf(2, 1, 2, 0))
+	testrun.WaitFor(t, "an event landing after it is applied", func() bool {
+		return count(t, pool, `select count(*) from app.seen where event_id = $1`, idOf(2)) == 1
+	})
+}

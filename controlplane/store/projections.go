@@ -5,6 +5,7 @@ package store
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -13,6 +14,14 @@ import (
 // ChannelHandlers is the NOTIFY channel a handler's registration signals, so a running control
 // plane starts running it without polling.
 const ChannelHandlers = "streamseal_handlers"
+
+// ChannelUnlisten unsubscribes conn from channel (Listen's inverse).
+func ChannelUnlisten(ctx context.Context, conn *pgx.Conn, channel string) error {
+	if _, err := conn.Exec(ctx, "unlisten "+pgx.Identifier{channel}.Sanitize()); err != nil {
+		return fmt.Errorf("unlisten %s: %w", channel, err)
+	}
+	return nil
+}
 
 // Handler kinds (streamseal.handlers.kind).
 const (
