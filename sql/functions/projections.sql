@@ -273,6 +273,69 @@ begin
 end
 $$;
 
+-- _handler_apply_batch applies a batch of events to a handler in one pass: the handler is called
+-- once per event, in order, by one dynamic statement (a plan per batch, not per event), and a
+-- projection's cursors are folded by one set-based statement. A reactor skips state-only events;
+-- a projection skips events a rebuild already replayed. The caller runs it in a subtransaction
+-- and falls back to event by event (_handler_apply) when the handler raises.
+create function streamseal._handler_apply_batch(h streamseal.handlers, evs streamseal.handler_event[],
+                                                out applied integer, out skipped integer)
+language plpgsql
+volatile
+set search_path = pg_catalog, pg_temp
+as $$
+declare
+    todo streamseal.handler_event[];
+begin
+    if (_handler_apply_batch.h).kind = 'reactor' then
+        todo := array(select _handler_apply_batch.evs[i] from pg_catalog.generate_subscripts(_handler_apply_batch.evs, 1) i
+                      where (_handler_apply_batch.evs[i]).flags & 4 = 0 order by i);
+        skipped := pg_catalog.cardinality(_handler_apply_batch.evs) - pg_catalog.cardinality(todo);
+    elsif not exists (select from streamseal.projection_cursors c
+                      where c.projection = (_handler_apply_batch.h).name and c.rebuilt_snapshot is not null) then
+        todo := _handler_apply_batch.evs;
+        skipped := 0;
+    else
+        todo := array(
+            select _handler_apply_batch.evs[i] from pg_catalog.generate_subscripts(_handler_apply_batch.evs, 1) i
+            where not exists (
+                select from streamseal.projection_cursors c
+                join streamseal.events x on x.event_id = (_handler_apply_batch.evs[i]).event_id
+                where c.projection = (_handler_apply_batch.h).name and c.rebuilt_snapshot is not null
+                  and c.origin = (_handler_apply_batch.evs[i]).origin and c.tenant = (_handler_apply_batch.evs[i]).tenant
+                  and c.event_type = (_handler_apply_batch.evs[i]).event_type
+                  and c.stream_id = (_handler_apply_batch.evs[i]).stream_id
+                  and (x.landed_xid is null or x.landed_xid = c.rebuilt_by
+                       or pg_catalog.pg_visible_in_snapshot(x.landed_xid, c.rebuilt_snapshot)))
+            order by i);
+        skipped := 0;
+    end if;
+    applied := pg_catalog.cardinality(todo);
+    if applied = 0 then
+        return;
+    end if;
+    -- count(*) over the calls keeps each (volatile) call; the subquery hands them out in order.
+    execute pg_catalog.format(
+        'select pg_catalog.count(*) from (select %s(b.e) from (select $1[i] as e from pg_catalog.generate_subscripts($1, 1) i order by i) b) calls',
+        (_handler_apply_batch.h).handler) using todo;
+    if (_handler_apply_batch.h).kind = 'projection' then
+        insert into streamseal.projection_cursors as c (projection, origin, tenant, event_type, stream_id, n, x0, x1,
+                                                        stream_version, origin_seq)
+        select (_handler_apply_batch.h).name, e.origin, e.tenant, e.event_type, e.stream_id,
+               pg_catalog.count(*) filter (where e.flags & 3 = 0),
+               coalesce(pg_catalog.bit_xor(streamseal._h0(e.event_id)) filter (where e.flags & 3 = 0), 0),
+               coalesce(pg_catalog.bit_xor(streamseal._h1(e.event_id)) filter (where e.flags & 3 = 0), 0),
+               pg_catalog.max(e.stream_version), pg_catalog.max(e.origin_seq)
+        from pg_catalog.unnest(todo) e
+        group by e.origin, e.tenant, e.event_type, e.stream_id
+        on conflict (projection, origin, tenant, event_type, stream_id) do update
+            set n = c.n + excluded.n, x0 = c.x0 # excluded.x0, x1 = c.x1 # excluded.x1,
+                stream_version = greatest(c.stream_version, excluded.stream_version),
+                origin_seq = greatest(c.origin_seq, excluded.origin_seq), updated_at = pg_catalog.now();
+    end if;
+end
+$$;
+
 -- _projection_rebuild_stream resets one stream of a projection through its reset hook and replays
 -- the stream's events of the projection's types from the store in stream_version order, as of one
 -- snapshot, recording it in the stream's cursors so the feed's later delivery of those events is
@@ -437,13 +500,7 @@ begin
     -- by event (one subtransaction each), so only the failing stream waits.
     if not any_waiting and pg_catalog.cardinality(evs) > 0 then
         begin
-            foreach ev in array evs loop
-                if h.kind = 'reactor' and ev.flags & 4 <> 0 then
-                    n_skipped := n_skipped + 1;
-                elsif streamseal._handler_apply(h, ev) then
-                    n_applied := n_applied + 1;
-                end if;
-            end loop;
+            select b.applied, b.skipped into n_applied, n_skipped from streamseal._handler_apply_batch(h, evs) b;
             fast_done := true;
         exception when others then
             n_applied := 0;

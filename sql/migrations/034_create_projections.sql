@@ -61,6 +61,10 @@ create table streamseal.projection_cursors (
     primary key (projection, origin, tenant, event_type, stream_id)
 );
 
+-- Whether a projection has rebuilt streams at all: a batch skips the per-event replay check
+-- when it has none (the common case).
+create index projection_cursors_rebuilt on streamseal.projection_cursors (projection) where rebuilt_snapshot is not null;
+
 -- handler_failures: a stream a handler failed on. The stream waits (its later events park in
 -- handler_parked, in feed order) and is retried with backoff; other streams and handlers go on.
 create table streamseal.handler_failures (
