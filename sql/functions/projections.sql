@@ -288,8 +288,7 @@ declare
     todo streamseal.handler_event[];
 begin
     if (_handler_apply_batch.h).kind = 'reactor' then
-        todo := array(select _handler_apply_batch.evs[i] from pg_catalog.generate_subscripts(_handler_apply_batch.evs, 1) i
-                      where (_handler_apply_batch.evs[i]).flags & 4 = 0 order by i);
+        todo := array(select u from pg_catalog.unnest(_handler_apply_batch.evs) u where u.flags & 4 = 0);
         skipped := pg_catalog.cardinality(_handler_apply_batch.evs) - pg_catalog.cardinality(todo);
     elsif not exists (select from streamseal.projection_cursors c
                       where c.projection = (_handler_apply_batch.h).name and c.rebuilt_snapshot is not null) then
@@ -297,26 +296,24 @@ begin
         skipped := 0;
     else
         todo := array(
-            select _handler_apply_batch.evs[i] from pg_catalog.generate_subscripts(_handler_apply_batch.evs, 1) i
+            select u from pg_catalog.unnest(_handler_apply_batch.evs) u
             where not exists (
                 select from streamseal.projection_cursors c
-                join streamseal.events x on x.event_id = (_handler_apply_batch.evs[i]).event_id
+                join streamseal.events x on x.event_id = u.event_id
                 where c.projection = (_handler_apply_batch.h).name and c.rebuilt_snapshot is not null
-                  and c.origin = (_handler_apply_batch.evs[i]).origin and c.tenant = (_handler_apply_batch.evs[i]).tenant
-                  and c.event_type = (_handler_apply_batch.evs[i]).event_type
-                  and c.stream_id = (_handler_apply_batch.evs[i]).stream_id
+                  and c.origin = u.origin and c.tenant = u.tenant and c.event_type = u.event_type
+                  and c.stream_id = u.stream_id
                   and (x.landed_xid is null or x.landed_xid = c.rebuilt_by
-                       or pg_catalog.pg_visible_in_snapshot(x.landed_xid, c.rebuilt_snapshot)))
-            order by i);
+                       or pg_catalog.pg_visible_in_snapshot(x.landed_xid, c.rebuilt_snapshot))));
         skipped := 0;
     end if;
     applied := pg_catalog.cardinality(todo);
     if applied = 0 then
         return;
     end if;
-    -- count(*) over the calls keeps each (volatile) call; the subquery hands them out in order.
-    execute pg_catalog.format(
-        'select pg_catalog.count(*) from (select %s(b.e) from (select $1[i] as e from pg_catalog.generate_subscripts($1, 1) i order by i) b) calls',
+    -- count(*) over the calls keeps each (volatile) call; unnest hands the events out in array
+    -- order (a subscript walk would cost O(n) per element of a varlena array).
+    execute pg_catalog.format('select pg_catalog.count(*) from (select %s(u) from pg_catalog.unnest($1) u) calls',
         (_handler_apply_batch.h).handler) using todo;
     if (_handler_apply_batch.h).kind = 'projection' then
         insert into streamseal.projection_cursors as c (projection, origin, tenant, event_type, stream_id, n, x0, x1,
