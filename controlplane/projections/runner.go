@@ -164,6 +164,9 @@ func (r *Runner) pass(ctx context.Context) (busy, held bool, handlers int) {
 				if ctx.Err() == nil && !errors.Is(err, context.Canceled) {
 					r.errs.Add(1)
 					r.logger().Warn("projections: run handler", "handler", name, "err", err)
+					if err := store.HandlerRunFailed(ctx, r.Pool, name, err.Error()); err != nil {
+						r.logger().Warn("projections: record a failed run", "handler", name, "err", err)
+					}
 				}
 				break
 			}

@@ -3,6 +3,7 @@ package projections_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/google/uuid"
@@ -198,4 +199,36 @@ func TestRunner_AHandlerRegisteredWhileRunningIsRun(t *testing.T) {
 	testrun.WaitFor(t, "an event landing after it is applied", func() bool {
 		return count(t, pool, `select count(*) from app.seen where event_id = $1`, idOf(2)) == 1
 	})
+}
+
+// Invariant 13 (what cannot be processed is named): a handler whose run fails as a whole (here a
+// damaged token, refused by the feed) is recorded with the reason, shown by status, and the
+// other handlers go on.
+func TestRunner_AHandlerThatCannotRunIsNamedAndOthersGoOn(t *testing.T) {
+	pool := setup(t, "proj-broken")
+	ctx := context.Background()
+	for _, name := range []string{"a-view", "b-view"} {
+		if _, err := store.ProjectionRegister(ctx, pool, name, []string{placed}, "app.project", nil, "", true); err != nil {
+			t.Fatal(err)
+		}
+	}
+	exec(t, pool, `update streamseal.handlers set token = 'AAAA' where name = 'a-view'`)
+	exec(t, pool, `create function app.project_b(e streamseal.handler_event) returns void language sql
+		as $$ insert into app.seen values ('b', e.event_id, e.stream_id) $$`)
+	if _, err := store.ProjectionRegister(ctx, pool, "b-view", []string{placed}, "app.project_b", nil, "", true); err != nil {
+		t.Fatal(err)
+	}
+	ingest(t, pool, copyOf(1, 1, 1, 0))
+	r := &projections.Runner{Pool: pool, Logger: testrun.Logger(t)}
+	r.Pass(ctx)
+	if n := count(t, pool, `select count(*) from app.seen where handler = 'b'`); n != 1 {
+		t.Fatalf("the healthy handler applied %d events, want 1", n)
+	}
+	states, err := store.HandlerStates(ctx, pool)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(states) != 2 || states[0].Name != "a-view" || !strings.Contains(states[0].RunError, "resume token is malformed") || states[1].RunError != "" {
+		t.Fatalf("handler states = %+v: want a-view's refused token named, b-view clean", states)
+	}
 }

@@ -35,6 +35,9 @@ func PrintHandlers(out io.Writer, handlers []store.HandlerState) error {
 			fmt.Fprintf(out, "handler %s: %d streams wait on a failing event since %s (retried with backoff; nothing is skipped): %s\n",
 				h.Name, h.FailingStreams, h.OldestFailure.UTC().Format(time.RFC3339), h.LastError)
 		}
+		if h.RunError != "" {
+			fmt.Fprintf(out, "handler %s cannot run: %s\n", h.Name, h.RunError)
+		}
 		if h.Findings > 0 {
 			fmt.Fprintf(out, "projection %s: %d coverage findings (streamseal audit --local lists them)\n", h.Name, h.Findings)
 		}

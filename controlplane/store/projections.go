@@ -83,6 +83,13 @@ func HandlerRun(ctx context.Context, db Querier, name string, max int) (HandlerS
 	return s, handlerErr("run handler "+name, err)
 }
 
+// HandlerRunFailed records why a run of the handler failed as a whole (status shows it until a
+// run succeeds).
+func HandlerRunFailed(ctx context.Context, db Querier, name, reason string) error {
+	_, err := db.Exec(ctx, `update streamseal.handlers set run_error = $2, run_error_at = now() where name = $1`, name, reason)
+	return handlerErr("record handler run failure "+name, err)
+}
+
 // HandlerNextRetry is when the earliest failed stream of any handler is due again (ok false: none).
 func HandlerNextRetry(ctx context.Context, db Querier) (time.Time, bool, error) {
 	var at *time.Time
@@ -130,6 +137,7 @@ type HandlerState struct {
 	OldestFailure  *time.Time `json:"oldest_failure_at"`
 	LastError      string     `json:"last_error"`
 	Findings       int64      `json:"coverage_findings"`
+	RunError       string     `json:"run_error"`
 }
 
 // HandlerStates lists every registered handler with its failures and coverage findings.
@@ -140,7 +148,8 @@ func HandlerStates(ctx context.Context, db Querier) ([]HandlerState, error) {
 		       (select min(f.first_failed_at) from streamseal.handler_failures f where f.handler = h.name),
 		       coalesce((select f.error from streamseal.handler_failures f where f.handler = h.name
 		                 order by f.last_failed_at desc limit 1), ''),
-		       (select count(*) from streamseal.coverage_findings c where c.projection = h.name)
+		       (select count(*) from streamseal.coverage_findings c where c.projection = h.name),
+		       coalesce(h.run_error, '')
 		from streamseal.handlers h
 		order by h.name`)
 	if err != nil {
@@ -149,7 +158,7 @@ func HandlerStates(ctx context.Context, db Querier) ([]HandlerState, error) {
 	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (HandlerState, error) {
 		var s HandlerState
 		err := r.Scan(&s.Name, &s.Kind, &s.Types, &s.Applied, &s.CaughtUpAt, &s.BornLate, &s.FailingStreams,
-			&s.OldestFailure, &s.LastError, &s.Findings)
+			&s.OldestFailure, &s.LastError, &s.Findings, &s.RunError)
 		return s, err
 	})
 	return out, handlerErr("handler states", err)

@@ -529,7 +529,8 @@ begin
     end if;
 
     update streamseal.handlers x
-    set token = next_token, applied = x.applied + n_applied, last_run_at = pg_catalog.now(),
+    set token = next_token, applied = x.applied + n_applied, last_run_at = pg_catalog.now(), run_error = null,
+        run_error_at = null,
         caught_up_at = case when pg_catalog.cardinality(evs) = 0 and coalesce(held, 0) = 0
                             then pg_catalog.now() else x.caught_up_at end
     where x.name = h.name;

@@ -18,7 +18,9 @@ create type streamseal.handler_event as (
 
 -- handlers: registered projections and reactors. token: where the handler's feed resumes (null:
 -- from the beginning of the store). caught_up_at: the start of the last run that found nothing
--- left to read (the coverage audit judges only buckets settled before it).
+-- left to read (the coverage audit judges only buckets settled before it). run_error: why the
+-- last run of the handler failed as a whole (a refused token, a lost connection), until one
+-- succeeds; a handler's own raise is a handler_failures row instead.
 create table streamseal.handlers (
     name text primary key
         constraint handlers_name_is_valid check (name ~ '^[a-z][a-z0-9_.-]{0,62}$'),
@@ -35,7 +37,9 @@ create table streamseal.handlers (
     born_late boolean not null default false,
     caught_up_at timestamptz,
     applied bigint not null default 0,
-    last_run_at timestamptz
+    last_run_at timestamptz,
+    run_error text,
+    run_error_at timestamptz
 );
 
 -- projection_cursors: per (projection, bucket), what the projection applied: the count and the
