@@ -50,8 +50,24 @@ const (
 	IdleFailsafeDefault = 10 * time.Minute
 )
 
+// Kind is what a subscriber does with what it reads (issue 19; the proposal's "backfill builds
+// state and never re-fires triggers").
+type Kind int
+
+const (
+	// All (the zero value) hands out every event.
+	All Kind = iota
+	// Projection builds state: every event, state-only ones (backfilled history) included.
+	Projection
+	// Reactor does side effects (send the email, call the API): live and repaired events, never a
+	// state-only one. Its token still moves past the events it is not handed.
+	Reactor
+)
+
 // Options select what a subscriber reads and where it starts.
 type Options struct {
+	// Kind: All, Projection or Reactor.
+	Kind Kind
 	// Types and Tenants scope the feed; nil means every type (tenant). A token resumes only the
 	// scope it was issued for.
 	Types   []string
@@ -193,8 +209,9 @@ func (s *Subscriber) step(ctx context.Context, handler Handler) (int, int64, err
 	if err != nil {
 		return 0, 0, err
 	}
-	if len(b.Events) > 0 {
-		if err := handler(ctx, tx, Batch{Events: convert(b.Events), Token: b.Token}); err != nil {
+	events := forKind(s.opts.Kind, convert(b.Events))
+	if len(events) > 0 {
+		if err := handler(ctx, tx, Batch{Events: events, Token: b.Token}); err != nil {
 			return 0, 0, fmt.Errorf("feed: handler: %w", err)
 		}
 	}
@@ -204,7 +221,7 @@ func (s *Subscriber) step(ctx context.Context, handler Handler) (int, int64, err
 	s.mu.Lock()
 	s.token = b.Token
 	s.mu.Unlock()
-	s.delivered.Add(int64(len(b.Events)))
+	s.delivered.Add(int64(len(events)))
 	return len(b.Events), b.Held, nil
 }
 
@@ -215,7 +232,21 @@ func Read(ctx context.Context, db store.Querier, opts Options, token string, max
 	if err != nil {
 		return Batch{}, err
 	}
-	return Batch{Events: convert(b.Events), Token: b.Token, Held: b.Held}, nil
+	return Batch{Events: forKind(opts.Kind, convert(b.Events)), Token: b.Token, Held: b.Held}, nil
+}
+
+// forKind leaves out what a kind of subscriber never receives: a reactor, state-only events.
+func forKind(kind Kind, events []Event) []Event {
+	if kind != Reactor {
+		return events
+	}
+	out := events[:0]
+	for _, e := range events {
+		if store.Flags(e.Flags)&store.StateOnly == 0 {
+			out = append(out, e)
+		}
+	}
+	return out
 }
 
 func convert(in []store.FeedEvent) []Event {

@@ -7,6 +7,8 @@ import (
 
 	"github.com/streamseal/streamseal/controlplane/audit"
 	"github.com/streamseal/streamseal/controlplane/config"
+	"github.com/streamseal/streamseal/controlplane/projections"
+	"github.com/streamseal/streamseal/controlplane/store"
 )
 
 // auditOpts are audit's options: scope (--origin, --full), where this service is, and the
@@ -17,7 +19,7 @@ func (o *auditOpts) options() *config.Options { return &o.Options }
 
 func (o *auditOpts) Validate() error { return o.ValidateFor(config.CommandAudit) }
 
-// auditCmd runs one deep audit now, beside any running control plane, and prints the findings.
+// auditCmd runs one deep audit now (or, with --local, one coverage audit), beside any running control plane, and prints the findings.
 type auditCmd struct{ commandBase }
 
 func (c *auditCmd) Run(ctx context.Context, o *auditOpts) error {
@@ -26,6 +28,18 @@ func (c *auditCmd) Run(ctx context.Context, o *auditOpts) error {
 	}
 	if err := c.readService(ctx); err != nil {
 		return err
+	}
+	if o.Local {
+		res, err := projections.Audit(ctx, c.Pool, o.Config, nil, c.Logger)
+		if err != nil {
+			return err
+		}
+		findings, err := store.CoverageFindings(ctx, c.Pool, o.Config.MaxCoverageGapReportsPerAudit)
+		if err != nil {
+			return err
+		}
+		projections.WriteCoverage(c.Out, res, findings, o.Config.RepairMode)
+		return nil
 	}
 	if err := c.connectNATS(o.NATSURL, c.Service, &o.Options); err != nil {
 		return err

@@ -53,6 +53,12 @@ var benchmarks = []struct {
 			return err
 		})
 	}},
+	{"projections", "a SQL projection through run_handler against the same handler in a plain loop over the same rows; the coverage audit's cost per stream at two store sizes", func(ctx context.Context, server *scratchdb.Server, quick bool, out io.Writer) error {
+		return onBenchService(ctx, server, func(pool *pgxpool.Pool) error {
+			_, err := bench.Projections(ctx, pool, pick(quick, bench.QuickProjections, bench.FullProjections), out)
+			return err
+		})
+	}},
 	{"backfill", "history delivered to a consumer that starts consuming a type: events/s, wire bytes against payload bytes, the origin's live appends during it against without", func(ctx context.Context, server *scratchdb.Server, quick bool, out io.Writer) error {
 		_, err := bench.Backfill(ctx, benchDatabases(server), pick(quick, bench.QuickBackfill, bench.FullBackfill), out)
 		return err

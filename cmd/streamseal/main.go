@@ -49,7 +49,7 @@ var commands = []struct {
 		func(ctx context.Context, inv invocation) error { return execute(ctx, inv, &tailCmd{}, &tailOpts{}) }},
 	{spec{name: config.CommandDemo, summary: "a walk-through on a throwaway database: append, stamp, digests, verification"},
 		func(ctx context.Context, inv invocation) error { return execute(ctx, inv, &demoCmd{}, &demoOpts{}) }},
-	{spec{name: config.CommandBench, args: "<" + strings.Join(benchmarkNames(), "|") + ">", summary: "run a benchmark: bench write|epochs|repair|detect|audit|tenants|tenant-checkpoints|feed|backfill [--quick]", about: benchAbout},
+	{spec{name: config.CommandBench, args: "<" + strings.Join(benchmarkNames(), "|") + ">", summary: "run a benchmark: bench write|epochs|repair|detect|audit|tenants|tenant-checkpoints|feed|projections|backfill [--quick]", about: benchAbout},
 		func(ctx context.Context, inv invocation) error { return execute(ctx, inv, &benchCmd{}, &benchOpts{}) }},
 	{spec{name: config.CommandNATSConfig, summary: "print the nats-server authorization block (least-privilege users) for a topology; --out DIR writes NKey seeds", about: natsConfigAbout},
 		func(ctx context.Context, inv invocation) error {

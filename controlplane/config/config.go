@@ -58,6 +58,8 @@ const (
 	DestructionHoldLimitDefault               = redelivery.HoldLimitDefault
 	BackfillOnGrowthDefault                   = BackfillOn
 	BackfillServeCopiesDefault                = BackfillOff
+	MaxAutoRebuildsPerAuditDefault            = 5
+	MaxCoverageGapReportsPerAuditDefault      = 100
 )
 
 // Config holds every tunable of a running control plane.
@@ -93,6 +95,10 @@ type Config struct {
 	// BackfillServeCopies (BackfillOn or BackfillOff) lets this service answer other services'
 	// backfills with the copies it holds of other origins' events, under its own grants.
 	BackfillServeCopies string
+	// MaxAutoRebuildsPerAudit caps the projection streams one coverage audit rebuilds (issue 19).
+	MaxAutoRebuildsPerAudit int
+	// MaxCoverageGapReportsPerAudit caps the coverage findings one coverage audit records.
+	MaxCoverageGapReportsPerAudit int
 }
 
 // Defaults are the proposal's production defaults: each option's default from the table, and

@@ -48,6 +48,8 @@ func TestConfig(t *testing.T) {
 			EphemeralGrace:                     EphemeralGraceDefault,
 			BackfillOnGrowth:                   BackfillOnGrowthDefault,
 			BackfillServeCopies:                BackfillServeCopiesDefault,
+			MaxAutoRebuildsPerAudit:            MaxAutoRebuildsPerAuditDefault,
+			MaxCoverageGapReportsPerAudit:      MaxCoverageGapReportsPerAuditDefault,
 		}
 		if got := Defaults(); got != want {
 			t.Fatalf("Defaults() = %+v\nwant        %+v", got, want)

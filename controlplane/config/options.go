@@ -67,6 +67,7 @@ type Options struct {
 	StateOnly       bool          // repair
 	Timeout         time.Duration // repair, backfill
 	Full            bool          // audit
+	Local           bool          // audit
 	JSON            bool          // status, quarantine
 	Requeue         bool          // quarantine: re-queue instead of listing
 	EventIDs        []string      // quarantine: the events to re-queue (none: every one)
@@ -179,6 +180,8 @@ func (o *Options) ValidateFor(command string) error {
 	for _, opt := range table(o) {
 		switch {
 		case !opt.Takes(command):
+		case command == CommandAudit && o.Local && opt.Flag == "nats-url" && opt.value.empty():
+			// audit --local compares projections with the store: no broker.
 		case opt.RequiredBy(command) && opt.value.empty():
 			or := ""
 			if opt.Env != "" {
@@ -343,6 +346,10 @@ func commandOptions(o *Options) []Option {
 			Unset: "off",
 			Help:  "compare the whole history from 0, not just the window above the seal",
 			value: onOff(&o.Full)},
+		{Flag: "local", Commands: []string{audit},
+			Unset: "off",
+			Help:  "run only the local coverage audit (projections against the store; needs no --nats-url), with the coverage caps and repair mode given",
+			value: onOff(&o.Local)},
 		{Flag: "json", Commands: []string{status, quarantine},
 			Unset: "off",
 			Help:  "print JSON for machines instead of a table",
@@ -442,6 +449,12 @@ func tunables(c *Config) []Option {
 		{Flag: "max-auto-repair-requests-per-audit", Env: "STREAMSEAL_MAX_AUTO_REPAIR_REQUESTS_PER_AUDIT", Commands: both,
 			Help:  "repair requests one audit sends at most",
 			value: intIn(&c.MaxAutoRepairRequestsPerAudit, MaxAutoRepairRequestsPerAuditDefault, 1, 10000)},
+		{Flag: "max-auto-rebuilds-per-audit", Env: "STREAMSEAL_MAX_AUTO_REBUILDS_PER_AUDIT", Commands: both,
+			Help:  "projection streams one coverage audit resets and replays at most (report-only: would rebuild); the rest wait for later audits",
+			value: intIn(&c.MaxAutoRebuildsPerAudit, MaxAutoRebuildsPerAuditDefault, 0, 100000)},
+		{Flag: "max-coverage-gap-reports-per-audit", Env: "STREAMSEAL_MAX_COVERAGE_GAP_REPORTS_PER_AUDIT", Commands: both,
+			Help:  "coverage findings one coverage audit records at most (every gap is counted)",
+			value: intIn(&c.MaxCoverageGapReportsPerAudit, MaxCoverageGapReportsPerAuditDefault, 1, 100000)},
 		{Flag: "max-drill-down-types-per-audit", Env: "STREAMSEAL_MAX_DRILL_DOWN_TYPES_PER_AUDIT", Commands: both,
 			Help:  "mismatched types one audit drills into per origin",
 			value: intIn(&c.MaxDrillDownTypesPerAudit, MaxDrillDownTypesPerAuditDefault, 1, 10000)},

@@ -1,7 +1,7 @@
 // Package jobs schedules the control plane's periodic work on River: one job kind per SQL entry
 // point (checkpoint: next_checkpoint and the liveness check; maintenance: close_epochs and
 // reap_ephemeral; audit:
-// the manifest exchange and comparison). River
+// the manifest exchange and comparison; coverage audit: coverage_audit). River
 // elects a leader among a service's replicas and only the leader enqueues periodic jobs; the SQL
 // underneath is safe to run twice anyway (the checkpoint window is taken under a row lock, epoch
 // closes under lane locks). Jobs hold no rule of their own.
@@ -23,7 +23,9 @@ import (
 	"github.com/streamseal/streamseal/controlplane/audit"
 	"github.com/streamseal/streamseal/controlplane/checkpoint"
 	"github.com/streamseal/streamseal/controlplane/config"
+	"github.com/streamseal/streamseal/controlplane/metrics"
 	"github.com/streamseal/streamseal/controlplane/migrate"
+	"github.com/streamseal/streamseal/controlplane/projections"
 	"github.com/streamseal/streamseal/controlplane/store"
 )
 
@@ -46,6 +48,31 @@ type AuditArgs struct{}
 
 // Kind implements river.JobArgs.
 func (AuditArgs) Kind() string { return "streamseal_audit" }
+
+// CoverageAuditArgs is the periodic local coverage audit (projections.Audit), on the deep
+// audit's schedule.
+type CoverageAuditArgs struct{}
+
+// Kind implements river.JobArgs.
+func (CoverageAuditArgs) Kind() string { return "streamseal_coverage_audit" }
+
+type coverageAuditWorker struct {
+	river.WorkerDefaults[CoverageAuditArgs]
+	pool   *pgxpool.Pool
+	cfg    config.Config
+	ins    *metrics.Instruments
+	logger *slog.Logger
+}
+
+func (w *coverageAuditWorker) Work(ctx context.Context, _ *river.Job[CoverageAuditArgs]) error {
+	_, err := projections.Audit(ctx, w.pool, w.cfg, w.ins, w.logger)
+	return err
+}
+
+// Timeout lets a coverage audit replay its capped rebuilds.
+func (w *coverageAuditWorker) Timeout(*river.Job[CoverageAuditArgs]) time.Duration {
+	return 10 * time.Minute
+}
 
 type auditWorker struct {
 	river.WorkerDefaults[AuditArgs]
@@ -177,6 +204,9 @@ func NewClient(pool *pgxpool.Pool, cfg config.Config, publisher *checkpoint.Publ
 	if err := river.AddWorkerSafely(workers, &sweepWorker{sweeper: sweeper}); err != nil {
 		return nil, err
 	}
+	if err := river.AddWorkerSafely(workers, &coverageAuditWorker{pool: pool, cfg: cfg, ins: auditor.Metrics, logger: logger}); err != nil {
+		return nil, err
+	}
 	firstAudit := time.Now().Add(min(30*time.Second, cfg.AuditInterval))
 	if cfg.StartupAuditMaxJitter > 0 {
 		firstAudit = firstAudit.Add(time.Duration(rand.Int64N(int64(cfg.StartupAuditMaxJitter))))
@@ -190,6 +220,8 @@ func NewClient(pool *pgxpool.Pool, cfg config.Config, publisher *checkpoint.Publ
 			&river.PeriodicJobOpts{RunOnStart: true}),
 		river.NewPeriodicJob(&startupThenEvery{first: firstAudit, interval: cfg.AuditInterval},
 			func() (river.JobArgs, *river.InsertOpts) { return AuditArgs{}, nil }, nil),
+		river.NewPeriodicJob(&startupThenEvery{first: firstAudit, interval: cfg.AuditInterval},
+			func() (river.JobArgs, *river.InsertOpts) { return CoverageAuditArgs{}, nil }, nil),
 	}
 	if cronOK {
 		periodic = append(periodic, river.NewPeriodicJob(sweepSchedule,

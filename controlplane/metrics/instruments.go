@@ -31,6 +31,8 @@ type Instruments struct {
 	quarantined        *prometheus.CounterVec // stage
 	deadMessages       *prometheus.CounterVec // consumer, reason
 	driftHealed        *prometheus.CounterVec // kind
+	coverageGaps       *prometheus.CounterVec // kind: "gap"
+	rebuildsRequested  *prometheus.CounterVec // mode: rebuilt, would_rebuild
 }
 
 // Duration buckets from a millisecond (an epoch-served answer) to two minutes (a large
@@ -96,7 +98,21 @@ func newInstruments(reg prometheus.Registerer) *Instruments {
 			"Digest buckets and sealed epochs the sweep recomputed and checked.").WithLabelValues(),
 		driftHealed: counter("digest_drift_healed_total",
 			"Drift the sweep healed, by kind: an unaccounted write path touched the store; investigate.", "kind"),
+		coverageGaps: counter("coverage_gaps_detected_total",
+			"(projection, bucket) pairs the local coverage audit found short of the store: a projection born after its history, or one that skipped events."),
+		rebuildsRequested: counter("rebuilds_requested_total",
+			"Projection streams the coverage audit reset and replayed (mode rebuilt) or, in report-only, would have (mode would_rebuild).", "mode"),
 	}
+}
+
+// CoverageAudited counts one coverage audit's gaps and the rebuilds it ran or would have run.
+func (m *Instruments) CoverageAudited(gaps, rebuilt, wouldRebuild int64) {
+	if m == nil {
+		return
+	}
+	m.coverageGaps.WithLabelValues().Add(float64(gaps))
+	m.rebuildsRequested.WithLabelValues("rebuilt").Add(float64(rebuilt))
+	m.rebuildsRequested.WithLabelValues("would_rebuild").Add(float64(wouldRebuild))
 }
 
 // ManifestAnswered times one answer (origin side).

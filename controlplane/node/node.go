@@ -25,6 +25,7 @@ import (
 	"github.com/streamseal/streamseal/controlplane/inbox"
 	"github.com/streamseal/streamseal/controlplane/jobs"
 	"github.com/streamseal/streamseal/controlplane/metrics"
+	"github.com/streamseal/streamseal/controlplane/projections"
 	"github.com/streamseal/streamseal/controlplane/redelivery"
 	"github.com/streamseal/streamseal/controlplane/relay"
 	"github.com/streamseal/streamseal/controlplane/stamper"
@@ -62,8 +63,10 @@ type Node struct {
 	Manifest   *audit.ManifestServer
 	Auditor    *audit.Auditor
 	Backfill   *backfill.Loop
-	Metrics    *metrics.Exporter
-	River      *river.Client[pgx.Tx]
+	// Projections runs the SQL projections and reactors registered in the store.
+	Projections *projections.Runner
+	Metrics     *metrics.Exporter
+	River       *river.Client[pgx.Tx]
 
 	settings config.Config
 	noRelay  bool
@@ -129,6 +132,7 @@ func New(cfg Config) (*Node, error) {
 			MaxRequests: settings.MaxAutoRepairRequestsPerAudit}}
 	n.Backfill = &backfill.Loop{Pool: cfg.Pool, JS: js, Service: cfg.Service, Enabled: settings.BackfillOnGrowth == config.BackfillOn,
 		MaxEvents: settings.Redelivery.MaxEventsPerRequest, Logger: logger, Metrics: ins}
+	n.Projections = &projections.Runner{Pool: cfg.Pool, Logger: logger}
 	client, err := jobs.NewClient(cfg.Pool, settings, n.Publisher, n.Verifier, n.Auditor, n.Metrics.Refresh, logger)
 	if err != nil {
 		return nil, err
@@ -172,6 +176,7 @@ func (n *Node) Start(ctx context.Context) error {
 	n.goRun(runCtx, "control", n.Control.Run)
 	n.goRun(runCtx, "redelivery", n.Redelivery.Run)
 	n.goRun(runCtx, "backfill", n.Backfill.Run)
+	n.goRun(runCtx, "projections", n.Projections.Run)
 	if err := n.River.Start(runCtx); err != nil {
 		cancel()
 		return fmt.Errorf("start River: %w", err)

@@ -37,6 +37,9 @@ type Report struct {
 	Origins             []Origin   `json:"origins"`
 	Consumed            []Consumed `json:"consumed"`
 	ConsumptionComplete bool       `json:"consumption_complete"`
+	// Handlers are the registered projections and reactors with their failing streams and
+	// coverage findings (handlers.go).
+	Handlers []store.HandlerState `json:"handlers"`
 }
 
 // ReadReport reads the origins' status and the consumed-type registry.
@@ -50,6 +53,9 @@ func ReadReport(ctx context.Context, db store.Querier) (Report, error) {
 		return r, err
 	}
 	r.ConsumptionComplete = len(incomplete(r.Consumed)) == 0
+	if r.Handlers, err = store.HandlerStates(ctx, db); err != nil {
+		return r, err
+	}
 	return r, nil
 }
 
@@ -74,6 +80,9 @@ func PrintReport(out io.Writer, r Report, asJSON bool) error {
 		if r.Consumed == nil {
 			r.Consumed = []Consumed{}
 		}
+		if r.Handlers == nil {
+			r.Handlers = []store.HandlerState{}
+		}
 		enc := json.NewEncoder(out)
 		enc.SetIndent("", "  ")
 		return enc.Encode(r)
@@ -81,17 +90,20 @@ func PrintReport(out io.Writer, r Report, asJSON bool) error {
 	if err := Print(out, r.Origins, false); err != nil {
 		return err
 	}
-	if len(r.Consumed) == 0 {
-		return nil
+	if len(r.Consumed) > 0 {
+		fmt.Fprintln(out)
+		if err := PrintConsumed(out, r.Consumed); err != nil {
+			return err
+		}
+		if r.ConsumptionComplete {
+			fmt.Fprintln(out, "consumption: complete (every consumed type is baseline or backfilled)")
+		} else {
+			fmt.Fprintf(out, "consumption: incomplete: %s\n", strings.Join(incomplete(r.Consumed), ", "))
+		}
 	}
-	fmt.Fprintln(out)
-	if err := PrintConsumed(out, r.Consumed); err != nil {
-		return err
-	}
-	if r.ConsumptionComplete {
-		fmt.Fprintln(out, "consumption: complete (every consumed type is baseline or backfilled)")
-	} else {
-		fmt.Fprintf(out, "consumption: incomplete: %s\n", strings.Join(incomplete(r.Consumed), ", "))
+	if len(r.Handlers) > 0 {
+		fmt.Fprintln(out)
+		return PrintHandlers(out, r.Handlers)
 	}
 	return nil
 }

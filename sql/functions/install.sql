@@ -46,4 +46,5 @@
 {{ template "ledger.sql" . }}
 {{ template "sent_requests.sql" . }}
 {{ template "feed.sql" . }}
+{{ template "projections.sql" . }}
 {{ template "privileges.sql" . }}

@@ -70,6 +70,10 @@ grant execute on function streamseal.version() to streamseal_application;
 -- The application feed (feed.sql): read in commit order with a resume token, and decode a token.
 grant execute on function streamseal.read_feed(text[], text[], text, integer) to streamseal_application;
 grant execute on function streamseal.feed_token(text) to streamseal_application;
+-- Projections and reactors (projections.sql): register and unregister SQL handlers.
+grant execute on function streamseal.register_projection(text, text[], regproc, text[], regproc, boolean) to streamseal_application;
+grant execute on function streamseal.register_reactor(text, text[], regproc, text[]) to streamseal_application;
+grant execute on function streamseal.unregister_handler(text) to streamseal_application;
 
 -- Status: the tables `streamseal status` reads (controlplane/status), so it runs as this role.
 grant select on table streamseal.known_origins to streamseal_application;
@@ -80,6 +84,10 @@ grant select on table streamseal.loss_reports to streamseal_application;
 -- The consumed-type registry and each origin's backfill progress (status: when it is complete).
 grant select on table streamseal.consumed_types to streamseal_application;
 grant select on table streamseal.broadcast_answers to streamseal_application;
+-- Handlers, their failures and the coverage audit's findings (status: projections and reactors).
+grant select on table streamseal.handlers to streamseal_application;
+grant select on table streamseal.handler_failures to streamseal_application;
+grant select on table streamseal.coverage_findings to streamseal_application;
 
 -- The control plane (streamseal_control): the whole engine, owning nothing.
 grant usage on schema streamseal to streamseal_control;

@@ -15,4 +15,4 @@ returns text
 language sql
 immutable
 set search_path = pg_catalog, pg_temp
-as $$ select '0.4.0'::pg_catalog.text $$;
+as $$ select '0.5.0'::pg_catalog.text $$;

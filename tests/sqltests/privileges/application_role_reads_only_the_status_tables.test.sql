@@ -11,7 +11,8 @@ select set_eq(
        where c.relnamespace = 'streamseal'::regnamespace and c.relkind in ('r', 'p', 'v', 'm', 'f')
          and has_table_privilege('streamseal_application', c.oid, p.privilege) $$,
     $$ values ('known_origins', 'SELECT'), ('seals', 'SELECT'), ('lanes', 'SELECT'), ('repair_ledger', 'SELECT'),
-              ('loss_reports', 'SELECT'), ('consumed_types', 'SELECT'), ('broadcast_answers', 'SELECT') $$,
+              ('loss_reports', 'SELECT'), ('consumed_types', 'SELECT'), ('broadcast_answers', 'SELECT'),
+              ('handlers', 'SELECT'), ('handler_failures', 'SELECT'), ('coverage_findings', 'SELECT') $$,
     'the application role holds SELECT on the status tables and nothing else on any table');
 select is_empty(
     $$ select c.relname from pg_class c

@@ -17,7 +17,10 @@ select set_eq(
               ('streamseal.unsubscribe_all_tenants(text[],text)'),
               ('streamseal.subscribed(text,text,text)'),
               ('streamseal.service_name()'),
-              ('streamseal.read_feed(text[],text[],text,integer)') $$,
+              ('streamseal.read_feed(text[],text[],text,integer)'),
+              ('streamseal.register_projection(text,text[],regproc,text[],regproc,boolean)'),
+              ('streamseal.register_reactor(text,text[],regproc,text[])'),
+              ('streamseal.unregister_handler(text)') $$,
     'the SECURITY DEFINER functions are exactly the stated entry points that read or write tables');
 select is_empty(
     $$ select p.oid::regprocedure::text, p.proconfig

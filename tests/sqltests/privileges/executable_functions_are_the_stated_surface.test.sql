@@ -22,7 +22,10 @@ select set_eq(
               ('streamseal.service_name()'),
               ('streamseal.version()'),
               ('streamseal.read_feed(text[],text[],text,integer)'),
-              ('streamseal.feed_token(text)') $$,
+              ('streamseal.feed_token(text)'),
+              ('streamseal.register_projection(text,text[],regproc,text[],regproc,boolean)'),
+              ('streamseal.register_reactor(text,text[],regproc,text[])'),
+              ('streamseal.unregister_handler(text)') $$,
     'the application role executes exactly the stated surface');
 select is_empty(
     $$ select p.oid::regprocedure::text
@@ -35,7 +38,7 @@ select is_empty(
        where ns.nspname = 'streamseal' and p.proname like '\_%'
          and has_function_privilege('streamseal_application', p.oid, 'EXECUTE') $$,
     'no private (_-prefixed) helper is executable by the application role');
-select is(streamseal.version(), '0.4.0', 'the surface above is version 0.4.0 of the code package');
+select is(streamseal.version(), '0.5.0', 'the surface above is version 0.5.0 of the code package');
 
 select * from finish();
 rollback;

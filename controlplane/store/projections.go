@@ -1,0 +1,198 @@
+// projections.go: projections and reactors (sql/functions/projections.sql): registration, one
+// step of a registered SQL handler, its failures, and the local coverage audit with its findings.
+
+package store
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// ChannelHandlers is the NOTIFY channel a handler's registration signals, so a running control
+// plane starts running it without polling.
+const ChannelHandlers = "streamseal_handlers"
+
+// ChannelUnlisten unsubscribes conn from channel (Listen's inverse).
+func ChannelUnlisten(ctx context.Context, conn *pgx.Conn, channel string) error {
+	if _, err := conn.Exec(ctx, "unlisten "+pgx.Identifier{channel}.Sanitize()); err != nil {
+		return fmt.Errorf("unlisten %s: %w", channel, err)
+	}
+	return nil
+}
+
+// Handler kinds (streamseal.handlers.kind).
+const (
+	HandlerProjection = "projection"
+	HandlerReactor    = "reactor"
+)
+
+// ProjectionRegister registers a SQL projection (streamseal.register_projection): handler and
+// reset are function names ("schema.fn"); reset "" means none; nil tenants means every tenant.
+// It returns "registered", "updated" or "unchanged"; another scope or kind is ErrInvalidInput.
+func ProjectionRegister(ctx context.Context, db Querier, name string, types []string, handler string, tenants []string, reset string, fromStart bool) (string, error) {
+	var out string
+	err := db.QueryRow(ctx, `select streamseal.register_projection($1, $2, $3::regproc, $4, $5::regproc, $6)`,
+		name, types, handler, textsOrNull(tenants), textOrNull(reset), fromStart).Scan(&out)
+	return out, handlerErr("register projection "+name, err)
+}
+
+// ReactorRegister registers a SQL reactor (streamseal.register_reactor), starting at the feed's
+// current end.
+func ReactorRegister(ctx context.Context, db Querier, name string, types []string, handler string, tenants []string) (string, error) {
+	var out string
+	err := db.QueryRow(ctx, `select streamseal.register_reactor($1, $2, $3::regproc, $4)`,
+		name, types, handler, textsOrNull(tenants)).Scan(&out)
+	return out, handlerErr("register reactor "+name, err)
+}
+
+// HandlerUnregister removes a handler with its token, cursors, failures and findings; it says
+// whether one was registered.
+func HandlerUnregister(ctx context.Context, db Querier, name string) (bool, error) {
+	var out bool
+	err := db.QueryRow(ctx, `select streamseal.unregister_handler($1)`, name).Scan(&out)
+	return out, handlerErr("unregister handler "+name, err)
+}
+
+// HandlerNames lists the registered handlers by name.
+func HandlerNames(ctx context.Context, db Querier) ([]string, error) {
+	rows, err := db.Query(ctx, `select h.name from streamseal.handlers h order by h.name`)
+	if err != nil {
+		return nil, handlerErr("list handlers", err)
+	}
+	names, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	return names, handlerErr("list handlers", err)
+}
+
+// HandlerStep is what one run_handler call did.
+type HandlerStep struct {
+	Read, Applied, Skipped, Parked, Failed, Retried int
+	// CaughtUp: the read found nothing left, nothing held back behind an open transaction.
+	CaughtUp bool
+}
+
+// HandlerRun runs one step of a registered handler (streamseal.run_handler): due retries, then up
+// to max events of its feed. Run it as its own statement (autocommit) or commit db's transaction:
+// the handler's writes, its cursors and its token move together.
+func HandlerRun(ctx context.Context, db Querier, name string, max int) (HandlerStep, error) {
+	var s HandlerStep
+	err := db.QueryRow(ctx, `select read, applied, skipped, parked, failed, retried, caught_up from streamseal.run_handler($1, $2)`,
+		name, max).Scan(&s.Read, &s.Applied, &s.Skipped, &s.Parked, &s.Failed, &s.Retried, &s.CaughtUp)
+	return s, handlerErr("run handler "+name, err)
+}
+
+// HandlerRunFailed records why a run of the handler failed as a whole (status shows it until a
+// run succeeds).
+func HandlerRunFailed(ctx context.Context, db Querier, name, reason string) error {
+	_, err := db.Exec(ctx, `update streamseal.handlers set run_error = $2, run_error_at = now() where name = $1`, name, reason)
+	return handlerErr("record handler run failure "+name, err)
+}
+
+// HandlerNextRetry is when the earliest failed stream of any handler is due again (ok false: none).
+func HandlerNextRetry(ctx context.Context, db Querier) (time.Time, bool, error) {
+	var at *time.Time
+	err := db.QueryRow(ctx, `select min(f.next_attempt_at) from streamseal.handler_failures f`).Scan(&at)
+	if err != nil || at == nil {
+		return time.Time{}, false, handlerErr("next handler retry", err)
+	}
+	return *at, true, nil
+}
+
+// CoverageLimits bound one coverage audit.
+type CoverageLimits struct {
+	MaxReports  int
+	MaxRebuilds int
+	ReportOnly  bool
+	// Settle: buckets that moved less than this before a projection last caught up are not judged.
+	Settle time.Duration
+}
+
+// CoverageAuditResult is what one coverage audit found and did.
+type CoverageAuditResult struct {
+	Gaps, Reported, Rebuilt, WouldRebuild, Deferred, Replayed int64
+}
+
+// CoverageAudit runs the local coverage audit (streamseal.coverage_audit) in db's transaction
+// (autocommit: its own).
+func CoverageAudit(ctx context.Context, db Querier, lim CoverageLimits) (CoverageAuditResult, error) {
+	var r CoverageAuditResult
+	err := db.QueryRow(ctx, `select gaps, reported, rebuilt, would_rebuild, deferred, replayed
+		from streamseal.coverage_audit($1, $2, $3, make_interval(secs => $4))`,
+		lim.MaxReports, lim.MaxRebuilds, lim.ReportOnly, lim.Settle.Seconds()).
+		Scan(&r.Gaps, &r.Reported, &r.Rebuilt, &r.WouldRebuild, &r.Deferred, &r.Replayed)
+	return r, handlerErr("coverage audit", err)
+}
+
+// HandlerState is one registered handler as `streamseal status` shows it.
+type HandlerState struct {
+	Name           string     `json:"name"`
+	Kind           string     `json:"kind"`
+	Types          []string   `json:"event_types"`
+	Applied        int64      `json:"applied"`
+	CaughtUpAt     *time.Time `json:"caught_up_at"`
+	BornLate       bool       `json:"born_late"`
+	FailingStreams int64      `json:"failing_streams"`
+	OldestFailure  *time.Time `json:"oldest_failure_at"`
+	LastError      string     `json:"last_error"`
+	Findings       int64      `json:"coverage_findings"`
+	RunError       string     `json:"run_error"`
+}
+
+// HandlerStates lists every registered handler with its failures and coverage findings.
+func HandlerStates(ctx context.Context, db Querier) ([]HandlerState, error) {
+	rows, err := db.Query(ctx, `
+		select h.name, h.kind, h.event_types, h.applied, h.caught_up_at, h.born_late,
+		       (select count(*) from streamseal.handler_failures f where f.handler = h.name),
+		       (select min(f.first_failed_at) from streamseal.handler_failures f where f.handler = h.name),
+		       coalesce((select f.error from streamseal.handler_failures f where f.handler = h.name
+		                 order by f.last_failed_at desc limit 1), ''),
+		       (select count(*) from streamseal.coverage_findings c where c.projection = h.name),
+		       coalesce(h.run_error, '')
+		from streamseal.handlers h
+		order by h.name`)
+	if err != nil {
+		return nil, handlerErr("handler states", err)
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (HandlerState, error) {
+		var s HandlerState
+		err := r.Scan(&s.Name, &s.Kind, &s.Types, &s.Applied, &s.CaughtUpAt, &s.BornLate, &s.FailingStreams,
+			&s.OldestFailure, &s.LastError, &s.Findings, &s.RunError)
+		return s, err
+	})
+	return out, handlerErr("handler states", err)
+}
+
+// CoverageFinding is one recorded coverage finding (streamseal.coverage_findings).
+type CoverageFinding struct {
+	Projection, Origin, Tenant, EventType, StreamID, Kind, Action string
+	StoreN, CursorN                                               int64
+	Audits                                                        int
+}
+
+// CoverageFindings lists up to max recorded findings, the oldest first.
+func CoverageFindings(ctx context.Context, db Querier, max int) ([]CoverageFinding, error) {
+	rows, err := db.Query(ctx, `
+		select c.projection, c.origin, c.tenant, c.event_type, c.stream_id, c.kind, c.action, c.store_n, c.cursor_n, c.audits
+		from streamseal.coverage_findings c
+		order by c.first_found_at, c.projection, c.origin, c.stream_id, c.event_type
+		limit $1`, max)
+	if err != nil {
+		return nil, handlerErr("coverage findings", err)
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (CoverageFinding, error) {
+		var f CoverageFinding
+		err := r.Scan(&f.Projection, &f.Origin, &f.Tenant, &f.EventType, &f.StreamID, &f.Kind, &f.Action, &f.StoreN, &f.CursorN, &f.Audits)
+		return f, err
+	})
+	return out, handlerErr("coverage findings", err)
+}
+
+// handlerErr is classify for a result that may be no error.
+func handlerErr(op string, err error) error {
+	if err == nil {
+		return nil
+	}
+	return classify(op, err)
+}

@@ -1,0 +1,681 @@
+-- projections.sql: projections and reactors over the feed, and the local coverage audit (issue
+-- 19; DESIGN.md "Read side", "Coverage"; the proposal's Phase L). Applications register SQL
+-- handlers here; `streamseal run` (controlplane/projections) calls run_handler when the feed
+-- wakes it and coverage_audit on the deep audit's schedule; `streamseal audit --local` runs it
+-- by hand.
+--
+-- Registration is an application entry point (SECURITY DEFINER, granted in privileges.sql); the
+-- handlers run with the rights of the role that runs run_handler (the control plane), which must
+-- be granted what they touch.
+--
+-- A projection builds state: every event of its types in feed order, state-only ones included,
+-- and a cursor per bucket (projection_cursors) folded like stream_digests in the transaction of
+-- its own writes. A reactor does side effects: live and repaired events, never a state-only one
+-- (backfill builds state and never re-fires triggers). A handler that raises parks its stream
+-- (that stream waits, nothing is skipped past the failing event) and is retried with backoff;
+-- other streams and handlers go on (invariant 13).
+
+-- _handler_lock_key: one runner (or rebuild) of a handler at a time, across replicas.
+create function streamseal._handler_lock_key(name text)
+returns bigint
+language sql
+immutable
+set search_path = pg_catalog, pg_temp
+as $$ select pg_catalog.hashtextextended('streamseal.handler:' || _handler_lock_key.name, 0) $$;
+
+-- _handler_types normalizes a list of names (sorted, distinct) so registrations compare as sets.
+create function streamseal._handler_types(names text[])
+returns text[]
+language sql
+immutable
+set search_path = pg_catalog, pg_temp
+as $$
+    select case when _handler_types.names is null then null
+                else (select pg_catalog.array_agg(distinct t.n order by t.n) from pg_catalog.unnest(_handler_types.names) t(n)) end
+$$;
+
+-- _handler_require_function refuses a function that does not take exactly the arguments expected.
+create function streamseal._handler_require_function(caller text, what text, fn regproc, expected regtype[])
+returns void
+language plpgsql
+stable
+set search_path = pg_catalog, pg_temp
+as $$
+declare
+    got regtype[];
+begin
+    select pg_catalog.array_agg(a.t::regtype order by a.i) into got
+    from pg_catalog.pg_proc p, pg_catalog.unnest(p.proargtypes::oid[]) with ordinality a(t, i)
+    where p.oid = _handler_require_function.fn;
+    if coalesce(got, '{}') is distinct from _handler_require_function.expected then
+        raise exception '%: % % takes (%): expected a function of (%)', _handler_require_function.caller,
+            _handler_require_function.what, _handler_require_function.fn,
+            pg_catalog.array_to_string(coalesce(got, '{}')::text[], ', '),
+            pg_catalog.array_to_string(_handler_require_function.expected::text[], ', ')
+            using errcode = '22023';
+    end if;
+end
+$$;
+
+-- _handler_feed_end is a token at the current end of the feed for a scope: where a handler that
+-- must not see history (a reactor, a projection registered with from_start false) starts. It reads
+-- the feed through once (the one-time cost of a registration).
+create function streamseal._handler_feed_end(event_types text[], tenants text[], out token text, out skipped bigint)
+language plpgsql
+volatile
+set search_path = pg_catalog, pg_temp
+as $$
+declare
+    got bigint;
+begin
+    skipped := 0;
+    loop
+        select pg_catalog.count(f.event_id), pg_catalog.max(f.next_token) into got, token
+        from streamseal.read_feed(_handler_feed_end.event_types, _handler_feed_end.tenants, token, 10000) f;
+        exit when got = 0;
+        skipped := skipped + got;
+    end loop;
+end
+$$;
+
+-- _register_handler: the one registration. New: inserted, reading from the beginning of the feed
+-- (from_start) or from its current end. Registered already with the same kind, types and tenants:
+-- the functions are updated ('updated') or nothing changes ('unchanged'); its token and cursors
+-- stay. Another kind or scope: refused (22023), nothing changes: a handler's state was built over
+-- its scope, and reading a new scope into it would double-apply or skip; unregister_handler and
+-- register again (the state is the application's to clear).
+create function streamseal._register_handler(caller text, kind text, name text, event_types text[], handler regproc,
+                                             tenants text[], reset regproc, from_start boolean)
+returns text
+language plpgsql
+volatile
+set search_path = pg_catalog, pg_temp
+as $$
+declare
+    types text[] := streamseal._handler_types(_register_handler.event_types);
+    scope_tenants text[] := streamseal._handler_types(_register_handler.tenants);
+    old streamseal.handlers;
+    feed_end record;
+begin
+    if _register_handler.name is null or _register_handler.name !~ '^[a-z][a-z0-9_.-]{0,62}$' then
+        raise exception '%: name % is invalid: expected [a-z][a-z0-9_.-]{0,62}', _register_handler.caller,
+            coalesce(pg_catalog.quote_literal(_register_handler.name), 'null') using errcode = '22023';
+    end if;
+    if types is null or pg_catalog.cardinality(types) = 0 or exists (select from pg_catalog.unnest(types) t(n) where t.n is null or t.n = '') then
+        raise exception '%: event_types % is invalid: expected a non-empty list of names', _register_handler.caller,
+            coalesce(_register_handler.event_types::text, 'null') using errcode = '22023';
+    end if;
+    if _register_handler.tenants is not null and (pg_catalog.cardinality(_register_handler.tenants) = 0
+       or exists (select from pg_catalog.unnest(_register_handler.tenants) t(n) where t.n is null)) then
+        raise exception '%: tenants % is invalid: expected null (every tenant) or a non-empty list of names',
+            _register_handler.caller, _register_handler.tenants using errcode = '22023';
+    end if;
+    if _register_handler.handler is null then
+        raise exception '%: handler is null: expected a function of (streamseal.handler_event)', _register_handler.caller
+            using errcode = '22023';
+    end if;
+    perform streamseal._handler_require_function(_register_handler.caller, 'handler', _register_handler.handler,
+        array['streamseal.handler_event'::regtype]);
+    -- GUARD: registration runs with the owner's rights (an application entry point); the caller
+    -- names only functions it may execute itself.
+    if not pg_catalog.has_function_privilege(session_user, _register_handler.handler, 'EXECUTE')
+       or (_register_handler.reset is not null
+           and not pg_catalog.has_function_privilege(session_user, _register_handler.reset, 'EXECUTE')) then
+        raise exception '%: role % may not execute % or %', _register_handler.caller, session_user,
+            _register_handler.handler, coalesce(_register_handler.reset::text, 'its reset hook')
+            using errcode = '42501';
+    end if;
+    if _register_handler.reset is not null then
+        perform streamseal._handler_require_function(_register_handler.caller, 'reset hook', _register_handler.reset,
+            array['text'::regtype, 'text'::regtype, 'text'::regtype]);
+    end if;
+
+    perform pg_catalog.pg_advisory_xact_lock(streamseal._handler_lock_key(_register_handler.name));
+    select * into old from streamseal.handlers h where h.name = _register_handler.name for update;
+    if found then
+        if old.kind <> _register_handler.kind or old.event_types <> types
+           or old.tenants is distinct from scope_tenants then
+            raise exception '%: % is registered as a % over types % and tenants %: a handler''s scope or kind does not change under its state; call streamseal.unregister_handler(%) and register it again (its state is yours to clear)',
+                _register_handler.caller, pg_catalog.quote_literal(_register_handler.name), old.kind, old.event_types,
+                coalesce(old.tenants::text, 'all'), pg_catalog.quote_literal(_register_handler.name)
+                using errcode = '22023';
+        end if;
+        if old.handler = _register_handler.handler and old.reset is not distinct from _register_handler.reset then
+            return 'unchanged';
+        end if;
+        update streamseal.handlers h set handler = _register_handler.handler, reset = _register_handler.reset
+        where h.name = _register_handler.name;
+        return 'updated';
+    end if;
+
+    -- A running control plane starts running it (controlplane/projections listens).
+    perform pg_catalog.pg_notify('streamseal_handlers', _register_handler.name);
+    if _register_handler.from_start then
+        insert into streamseal.handlers (name, kind, event_types, tenants, handler, reset, token, born_late)
+        values (_register_handler.name, _register_handler.kind, types, scope_tenants, _register_handler.handler,
+                _register_handler.reset, null, false);
+    else
+        feed_end := streamseal._handler_feed_end(types, scope_tenants);
+        insert into streamseal.handlers (name, kind, event_types, tenants, handler, reset, token, born_late)
+        values (_register_handler.name, _register_handler.kind, types, scope_tenants, _register_handler.handler,
+                _register_handler.reset, feed_end.token, feed_end.skipped > 0);
+    end if;
+    return 'registered';
+end
+$$;
+
+-- register_projection registers a projection: handler(streamseal.handler_event) is called once per
+-- event of its types (and tenants; null: all) in feed order, state-only events included; reset
+-- (origin, tenant, stream_id), when given, clears the state it built for one stream, so the
+-- coverage audit can rebuild that stream alone. from_start (default): the projection folds the
+-- store's history through the feed first (a projection registered over existing history rebuilds
+-- itself locally, no cross-service traffic); false: it starts at the feed's current end, and the
+-- coverage audit finds the history it was born after (born_late) and rebuilds it, capped.
+-- Returns 'registered', 'updated' or 'unchanged' (see _register_handler).
+create function streamseal.register_projection(name text, event_types text[], handler regproc, tenants text[] default null,
+                                               reset regproc default null, from_start boolean default true)
+returns text
+language sql
+volatile
+security definer
+set search_path = pg_catalog, pg_temp
+as $$
+    select streamseal._register_handler('register_projection', 'projection', register_projection.name,
+        register_projection.event_types, register_projection.handler, register_projection.tenants,
+        register_projection.reset, coalesce(register_projection.from_start, true))
+$$;
+
+-- register_reactor registers a reactor: handler(streamseal.handler_event) is called once per live
+-- or repaired event of its types (and tenants) in feed order, never for a state-only one. A
+-- reactor starts at the feed's current end: history is never re-fired.
+create function streamseal.register_reactor(name text, event_types text[], handler regproc, tenants text[] default null)
+returns text
+language sql
+volatile
+security definer
+set search_path = pg_catalog, pg_temp
+as $$
+    select streamseal._register_handler('register_reactor', 'reactor', register_reactor.name,
+        register_reactor.event_types, register_reactor.handler, register_reactor.tenants, null, false)
+$$;
+
+-- unregister_handler removes a handler with its token, cursors, failures and findings; the state
+-- it built is the application's. Returns whether it was registered.
+create function streamseal.unregister_handler(name text)
+returns boolean
+language plpgsql
+volatile
+security definer
+set search_path = pg_catalog, pg_temp
+as $$
+begin
+    perform pg_catalog.pg_advisory_xact_lock(streamseal._handler_lock_key(unregister_handler.name));
+    delete from streamseal.handlers h where h.name = unregister_handler.name;
+    return found;
+end
+$$;
+
+-- _projection_apply calls a projection's handler for one event and folds it into the bucket's
+-- cursor, in the caller's transaction. An event a rebuild already replayed (visible in the
+-- cursor's rebuilt_snapshot) is skipped: false.
+create function streamseal._projection_apply(name text, handler regproc, ev streamseal.handler_event)
+returns boolean
+language plpgsql
+volatile
+set search_path = pg_catalog, pg_temp
+as $$
+declare
+    snap pg_snapshot;
+    rebuilt_by xid8;
+    landed xid8;
+    counts boolean := (_projection_apply.ev).flags & 3 = 0;
+begin
+    select c.rebuilt_snapshot, c.rebuilt_by into snap, rebuilt_by from streamseal.projection_cursors c
+    where c.projection = _projection_apply.name and c.origin = (_projection_apply.ev).origin
+      and c.tenant = (_projection_apply.ev).tenant and c.event_type = (_projection_apply.ev).event_type
+      and c.stream_id = (_projection_apply.ev).stream_id;
+    if snap is not null then
+        select e.landed_xid into landed from streamseal.events e where e.event_id = (_projection_apply.ev).event_id;
+        if landed is null or landed = rebuilt_by or pg_catalog.pg_visible_in_snapshot(landed, snap) then
+            return false;
+        end if;
+    end if;
+    execute pg_catalog.format('select %s($1)', _projection_apply.handler) using _projection_apply.ev;
+    insert into streamseal.projection_cursors as c (projection, origin, tenant, event_type, stream_id, n, x0, x1,
+                                                    stream_version, origin_seq)
+    values (_projection_apply.name, (_projection_apply.ev).origin, (_projection_apply.ev).tenant,
+            (_projection_apply.ev).event_type, (_projection_apply.ev).stream_id, counts::integer,
+            case when counts then streamseal._h0((_projection_apply.ev).event_id) else 0 end,
+            case when counts then streamseal._h1((_projection_apply.ev).event_id) else 0 end,
+            (_projection_apply.ev).stream_version, (_projection_apply.ev).origin_seq)
+    on conflict (projection, origin, tenant, event_type, stream_id) do update
+        set n = c.n + excluded.n, x0 = c.x0 # excluded.x0, x1 = c.x1 # excluded.x1,
+            stream_version = greatest(c.stream_version, excluded.stream_version),
+            origin_seq = greatest(c.origin_seq, excluded.origin_seq), updated_at = pg_catalog.now();
+    return true;
+end
+$$;
+
+-- _handler_apply applies one event to a handler: a reactor calls its handler; a projection
+-- folds its cursor too. Returns whether the handler was called.
+create function streamseal._handler_apply(h streamseal.handlers, ev streamseal.handler_event)
+returns boolean
+language plpgsql
+volatile
+set search_path = pg_catalog, pg_temp
+as $$
+begin
+    if (_handler_apply.h).kind = 'projection' then
+        return streamseal._projection_apply((_handler_apply.h).name, (_handler_apply.h).handler, _handler_apply.ev);
+    end if;
+    execute pg_catalog.format('select %s($1)', (_handler_apply.h).handler) using _handler_apply.ev;
+    return true;
+end
+$$;
+
+-- _handler_apply_batch applies a batch of events to a handler in one pass: the handler is called
+-- once per event, in order, by one dynamic statement (a plan per batch, not per event), and a
+-- projection's cursors are folded by one set-based statement. A reactor skips state-only events;
+-- a projection skips events a rebuild already replayed. The caller runs it in a subtransaction
+-- and falls back to event by event (_handler_apply) when the handler raises.
+create function streamseal._handler_apply_batch(h streamseal.handlers, evs streamseal.handler_event[],
+                                                out applied integer, out skipped integer)
+language plpgsql
+volatile
+set search_path = pg_catalog, pg_temp
+as $$
+declare
+    todo streamseal.handler_event[];
+begin
+    if (_handler_apply_batch.h).kind = 'reactor' then
+        todo := array(select u from pg_catalog.unnest(_handler_apply_batch.evs) u where u.flags & 4 = 0);
+        skipped := pg_catalog.cardinality(_handler_apply_batch.evs) - pg_catalog.cardinality(todo);
+    elsif not exists (select from streamseal.projection_cursors c
+                      where c.projection = (_handler_apply_batch.h).name and c.rebuilt_snapshot is not null) then
+        todo := _handler_apply_batch.evs;
+        skipped := 0;
+    else
+        todo := array(
+            select u from pg_catalog.unnest(_handler_apply_batch.evs) u
+            where not exists (
+                select from streamseal.projection_cursors c
+                join streamseal.events x on x.event_id = u.event_id
+                where c.projection = (_handler_apply_batch.h).name and c.rebuilt_snapshot is not null
+                  and c.origin = u.origin and c.tenant = u.tenant and c.event_type = u.event_type
+                  and c.stream_id = u.stream_id
+                  and (x.landed_xid is null or x.landed_xid = c.rebuilt_by
+                       or pg_catalog.pg_visible_in_snapshot(x.landed_xid, c.rebuilt_snapshot))));
+        skipped := 0;
+    end if;
+    applied := pg_catalog.cardinality(todo);
+    if applied = 0 then
+        return;
+    end if;
+    -- count(*) over the calls keeps each (volatile) call; unnest hands the events out in array
+    -- order (a subscript walk would cost O(n) per element of a varlena array).
+    execute pg_catalog.format('select pg_catalog.count(*) from (select %s(u) from pg_catalog.unnest($1) u) calls',
+        (_handler_apply_batch.h).handler) using todo;
+    if (_handler_apply_batch.h).kind = 'projection' then
+        insert into streamseal.projection_cursors as c (projection, origin, tenant, event_type, stream_id, n, x0, x1,
+                                                        stream_version, origin_seq)
+        select (_handler_apply_batch.h).name, e.origin, e.tenant, e.event_type, e.stream_id,
+               pg_catalog.count(*) filter (where e.flags & 3 = 0),
+               coalesce(pg_catalog.bit_xor(streamseal._h0(e.event_id)) filter (where e.flags & 3 = 0), 0),
+               coalesce(pg_catalog.bit_xor(streamseal._h1(e.event_id)) filter (where e.flags & 3 = 0), 0),
+               pg_catalog.max(e.stream_version), pg_catalog.max(e.origin_seq)
+        from pg_catalog.unnest(todo) e
+        group by e.origin, e.tenant, e.event_type, e.stream_id
+        on conflict (projection, origin, tenant, event_type, stream_id) do update
+            set n = c.n + excluded.n, x0 = c.x0 # excluded.x0, x1 = c.x1 # excluded.x1,
+                stream_version = greatest(c.stream_version, excluded.stream_version),
+                origin_seq = greatest(c.origin_seq, excluded.origin_seq), updated_at = pg_catalog.now();
+    end if;
+end
+$$;
+
+-- _projection_rebuild_stream resets one stream of a projection through its reset hook and replays
+-- the stream's events of the projection's types from the store in stream_version order, as of one
+-- snapshot, recording it in the stream's cursors so the feed's later delivery of those events is
+-- skipped. Returns how many events it replayed. The caller holds the handler's lock.
+create function streamseal._projection_rebuild_stream(h streamseal.handlers, origin text, tenant text, stream_id text)
+returns bigint
+language plpgsql
+volatile
+set search_path = pg_catalog, pg_temp
+as $$
+declare
+    snap pg_snapshot := pg_catalog.pg_current_snapshot();
+    me xid8 := pg_catalog.pg_current_xact_id();
+    e record;
+    replayed bigint := 0;
+begin
+    execute pg_catalog.format('select %s($1, $2, $3)', (_projection_rebuild_stream.h).reset)
+        using _projection_rebuild_stream.origin, _projection_rebuild_stream.tenant, _projection_rebuild_stream.stream_id;
+    delete from streamseal.projection_cursors c
+    where c.projection = (_projection_rebuild_stream.h).name and c.origin = _projection_rebuild_stream.origin
+      and c.tenant = _projection_rebuild_stream.tenant and c.stream_id = _projection_rebuild_stream.stream_id;
+    for e in
+        select x.event_id, x.origin, x.origin_seq, x.type_seq, x.tenant, x.stream_id, x.stream_version, x.event_type,
+               x.flags, x.payload, x.metadata, x.occurred_at, x.stored_at
+        from streamseal.events x
+        where x.origin = _projection_rebuild_stream.origin and x.stream_id = _projection_rebuild_stream.stream_id
+          and x.tenant = _projection_rebuild_stream.tenant
+          and x.event_type = any ((_projection_rebuild_stream.h).event_types)
+          and (x.landed_xid is null or x.landed_xid = me or pg_catalog.pg_visible_in_snapshot(x.landed_xid, snap))
+        order by x.stream_version
+    loop
+        perform streamseal._projection_apply((_projection_rebuild_stream.h).name, (_projection_rebuild_stream.h).handler,
+            row(e.event_id, e.origin, e.origin_seq, e.type_seq, e.tenant, e.stream_id, e.stream_version, e.event_type,
+                e.flags, e.payload, e.metadata, e.occurred_at, e.stored_at, true)::streamseal.handler_event);
+        replayed := replayed + 1;
+    end loop;
+    update streamseal.projection_cursors c set rebuilt_snapshot = snap, rebuilt_by = me
+    where c.projection = (_projection_rebuild_stream.h).name and c.origin = _projection_rebuild_stream.origin
+      and c.tenant = _projection_rebuild_stream.tenant and c.stream_id = _projection_rebuild_stream.stream_id;
+    return replayed;
+end
+$$;
+
+-- _handler_park records that a handler failed on ev (its stream waits from here) or, when the
+-- stream waits already, parks ev behind the failing event.
+create function streamseal._handler_park(name text, ev streamseal.handler_event, error text, sqlstate text,
+                                         backoff_base interval)
+returns void
+language plpgsql
+volatile
+set search_path = pg_catalog, pg_temp
+as $$
+begin
+    if _handler_park.error is not null then
+        insert into streamseal.handler_failures (handler, origin, tenant, stream_id, event_id, error, sqlstate, next_attempt_at)
+        values (_handler_park.name, (_handler_park.ev).origin, (_handler_park.ev).tenant, (_handler_park.ev).stream_id,
+                (_handler_park.ev).event_id, _handler_park.error, _handler_park.sqlstate,
+                pg_catalog.clock_timestamp() + _handler_park.backoff_base)
+        on conflict do nothing;
+    end if;
+    insert into streamseal.handler_parked (handler, origin, tenant, stream_id, event_id, origin_seq)
+    values (_handler_park.name, (_handler_park.ev).origin, (_handler_park.ev).tenant, (_handler_park.ev).stream_id,
+            (_handler_park.ev).event_id, (_handler_park.ev).origin_seq);
+end
+$$;
+
+-- run_handler is one step of a handler, in the caller's transaction (commit it: the handler's
+-- writes, its cursors and its token move together, or none does):
+--   1. retries the failed streams that are due: all of a stream's parked events in order, or none
+--      (attempts and the next attempt move: backoff_base * 2^(attempts - 1), capped at
+--      max_attempts doublings, and retried for ever at that pace);
+--   2. reads up to max_events of the feed from its token and applies them: a reactor skips
+--      state-only events; an event of a waiting stream is parked behind it; an event the handler
+--      raises on starts its stream waiting (recorded in handler_failures) and the rest go on.
+-- caught_up: the read found nothing (and nothing held back): the handler has everything the feed
+-- had when this transaction started. Refuses an unregistered name (P0002).
+create function streamseal.run_handler(name text, max_events integer default 500,
+                                       backoff_base interval default '1 second', max_attempts integer default 12)
+returns table (read integer, applied integer, skipped integer, parked integer, failed integer, retried integer,
+               caught_up boolean)
+language plpgsql
+volatile
+set search_path = pg_catalog, pg_temp
+as $$
+declare
+    h streamseal.handlers;
+    evs streamseal.handler_event[];
+    ev streamseal.handler_event;
+    next_token text;
+    held bigint;
+    f record;
+    p record;
+    any_waiting boolean;
+    msg text;
+    state text;
+    n_applied integer := 0;
+    n_skipped integer := 0;
+    n_parked integer := 0;
+    n_failed integer := 0;
+    n_retried integer := 0;
+    fast_done boolean := false;
+begin
+    perform streamseal._require_backoff('run_handler', run_handler.backoff_base, run_handler.max_attempts);
+    if run_handler.max_events is null or run_handler.max_events < 1 or run_handler.max_events > 10000 then
+        raise exception 'run_handler: max_events % is invalid: expected 1 to 10000',
+            coalesce(run_handler.max_events::text, 'null') using errcode = '22023';
+    end if;
+    perform pg_catalog.pg_advisory_xact_lock(streamseal._handler_lock_key(run_handler.name));
+    select * into h from streamseal.handlers x where x.name = run_handler.name;
+    if not found then
+        raise exception 'run_handler: no handler % is registered', pg_catalog.quote_literal(run_handler.name)
+            using errcode = 'P0002';
+    end if;
+
+    -- 1. Due retries: a stream's parked events all apply, or the stream keeps waiting.
+    for f in
+        select x.origin, x.tenant, x.stream_id, x.attempts from streamseal.handler_failures x
+        where x.handler = h.name and x.next_attempt_at <= pg_catalog.clock_timestamp()
+        order by x.next_attempt_at
+        limit 100
+    loop
+        begin
+            for p in
+                select e.event_id, e.origin, k.origin_seq, e.type_seq, e.tenant, e.stream_id, e.stream_version,
+                       e.event_type, e.flags, e.payload, e.metadata, e.occurred_at, e.stored_at
+                from streamseal.handler_parked k
+                join streamseal.events e on e.event_id = k.event_id
+                where k.handler = h.name and k.origin = f.origin and k.tenant = f.tenant and k.stream_id = f.stream_id
+                order by k.park_seq
+            loop
+                if streamseal._handler_apply(h, row(p.event_id, p.origin, p.origin_seq, p.type_seq, p.tenant, p.stream_id,
+                        p.stream_version, p.event_type, p.flags, p.payload, p.metadata, p.occurred_at, p.stored_at,
+                        false)::streamseal.handler_event) then
+                    n_applied := n_applied + 1;
+                end if;
+            end loop;
+            delete from streamseal.handler_failures x
+            where x.handler = h.name and x.origin = f.origin and x.tenant = f.tenant and x.stream_id = f.stream_id;
+            n_retried := n_retried + 1;
+        exception when others then
+            get stacked diagnostics msg = message_text, state = returned_sqlstate;
+            update streamseal.handler_failures x
+            set attempts = x.attempts + 1, error = msg, sqlstate = state, last_failed_at = pg_catalog.clock_timestamp(),
+                next_attempt_at = pg_catalog.clock_timestamp()
+                    + streamseal._repair_backoff(run_handler.backoff_base, x.attempts + 1, run_handler.max_attempts)
+            where x.handler = h.name and x.origin = f.origin and x.tenant = f.tenant and x.stream_id = f.stream_id;
+        end;
+    end loop;
+
+    -- 2. The feed, from the handler's token.
+    select pg_catalog.array_agg(row(r.event_id, r.origin, r.origin_seq, r.type_seq, r.tenant, r.stream_id, r.stream_version,
+                                    r.event_type, r.flags, r.payload, r.metadata, r.occurred_at, r.stored_at,
+                                    false)::streamseal.handler_event order by r.ordinality)
+               filter (where r.event_id is not null),
+           pg_catalog.max(r.next_token), pg_catalog.max(r.held_copies)
+    into evs, next_token, held
+    from streamseal.read_feed(h.event_types, h.tenants, h.token, run_handler.max_events) with ordinality r;
+    evs := coalesce(evs, '{}');
+
+    any_waiting := exists (select from streamseal.handler_failures x where x.handler = h.name);
+    -- Fast path: the whole batch in one subtransaction; a raise sends it to the slow path, event
+    -- by event (one subtransaction each), so only the failing stream waits.
+    if not any_waiting and pg_catalog.cardinality(evs) > 0 then
+        begin
+            select b.applied, b.skipped into n_applied, n_skipped from streamseal._handler_apply_batch(h, evs) b;
+            fast_done := true;
+        exception when others then
+            n_applied := 0;
+            n_skipped := 0;
+        end;
+    end if;
+    if not fast_done then
+        foreach ev in array evs loop
+            if h.kind = 'reactor' and ev.flags & 4 <> 0 then
+                n_skipped := n_skipped + 1;
+                continue;
+            end if;
+            if exists (select from streamseal.handler_failures x
+                       where x.handler = h.name and x.origin = ev.origin and x.tenant = ev.tenant and x.stream_id = ev.stream_id) then
+                perform streamseal._handler_park(h.name, ev, null, null, run_handler.backoff_base);
+                n_parked := n_parked + 1;
+                continue;
+            end if;
+            begin
+                if streamseal._handler_apply(h, ev) then
+                    n_applied := n_applied + 1;
+                end if;
+            exception when others then
+                get stacked diagnostics msg = message_text, state = returned_sqlstate;
+                perform streamseal._handler_park(h.name, ev, msg, state, run_handler.backoff_base);
+                n_failed := n_failed + 1;
+            end;
+        end loop;
+    end if;
+
+    update streamseal.handlers x
+    set token = next_token, applied = x.applied + n_applied, last_run_at = pg_catalog.now(), run_error = null,
+        run_error_at = null,
+        caught_up_at = case when pg_catalog.cardinality(evs) = 0 and coalesce(held, 0) = 0
+                            then pg_catalog.now() else x.caught_up_at end
+    where x.name = h.name;
+    return query select pg_catalog.cardinality(evs), n_applied, n_skipped, n_parked, n_failed, n_retried,
+        pg_catalog.cardinality(evs) = 0 and coalesce(held, 0) = 0;
+end
+$$;
+
+-- _coverage_gap: one bucket whose projection cursor does not match the store's fold.
+create type streamseal._coverage_gap as (
+    projection text, origin text, tenant text, event_type text, stream_id text, kind text, store_n bigint,
+    cursor_n bigint
+);
+
+-- _coverage_stream: what one audit does about one stream of a projection.
+create type streamseal._coverage_stream as (
+    projection text, origin text, tenant text, stream_id text, action text, stream_order bigint
+);
+
+-- coverage_audit is the local coverage audit (Phase L): per (projection, bucket) of its scope, the
+-- cursor's fold must equal the store's (stream_digests: count and the two XORs). Judged only for
+-- projections that have caught up, and buckets that last moved at least settle before that (an
+-- event still on its way is not a gap). Kinds: born_late (no cursor, the projection started
+-- after this history: from_start false), missing (no cursor), short (fewer applied), differs
+-- (as many or more, another fold). A stream waiting on a failure is the failure's, not a gap.
+-- Remediation per stream (origin, tenant, stream_id), oldest finding first: at most max_rebuilds
+-- streams are rebuilt (_projection_rebuild_stream), or in report-only recorded as would_rebuild;
+-- a projection without a reset hook is reported (no_reset_hook); the rest are deferred to later
+-- audits. At most max_reports findings are recorded per audit; every gap is counted. Findings of
+-- buckets now covered are deleted (healed).
+create function streamseal.coverage_audit(max_reports integer, max_rebuilds integer, report_only boolean,
+                                          settle interval default '0')
+returns table (gaps bigint, reported bigint, rebuilt bigint, would_rebuild bigint, deferred bigint, replayed bigint)
+language plpgsql
+volatile
+set search_path = pg_catalog, pg_temp
+as $$
+declare
+    found_gaps streamseal._coverage_gap[];
+    plan streamseal._coverage_stream[];
+    step record;
+    h streamseal.handlers;
+    n_rebuilt bigint := 0;
+    n_would bigint := 0;
+    n_replayed bigint := 0;
+begin
+    if coverage_audit.max_reports is null or coverage_audit.max_reports < 0 then
+        raise exception 'coverage_audit: max_reports % is invalid: expected 0 or more',
+            coalesce(coverage_audit.max_reports::text, 'null') using errcode = '22023';
+    end if;
+    if coverage_audit.max_rebuilds is null or coverage_audit.max_rebuilds < 0 then
+        raise exception 'coverage_audit: max_rebuilds % is invalid: expected 0 or more',
+            coalesce(coverage_audit.max_rebuilds::text, 'null') using errcode = '22023';
+    end if;
+    if coverage_audit.settle is null or coverage_audit.settle < interval '0' then
+        raise exception 'coverage_audit: settle % is invalid: expected 0 or a positive interval',
+            coalesce(coverage_audit.settle::text, 'null') using errcode = '22023';
+    end if;
+    perform pg_catalog.pg_advisory_xact_lock(pg_catalog.hashtextextended('streamseal.coverage_audit', 0));
+
+    select pg_catalog.array_agg(row(x.projection, x.origin, x.tenant, x.event_type, x.stream_id, x.kind, x.store_n,
+                                    x.cursor_n)::streamseal._coverage_gap)
+    into found_gaps
+    from (
+        select p.name as projection, d.origin, d.tenant, d.event_type, d.stream_id,
+               case when c.projection is null and p.born_late then 'born_late'
+                    when c.projection is null then 'missing'
+                    when c.n < d.n then 'short'
+                    else 'differs' end as kind,
+               d.n as store_n, coalesce(c.n, 0) as cursor_n,
+               coalesce(f.first_found_at, pg_catalog.now()) as first_found_at
+        from streamseal.handlers p
+        join streamseal.stream_digests d
+          on d.event_type = any (p.event_types) and (p.tenants is null or d.tenant = any (p.tenants))
+        left join streamseal.projection_cursors c
+          on c.projection = p.name and c.origin = d.origin and c.tenant = d.tenant and c.event_type = d.event_type
+         and c.stream_id = d.stream_id
+        left join streamseal.coverage_findings f
+          on f.projection = p.name and f.origin = d.origin and f.tenant = d.tenant and f.event_type = d.event_type
+         and f.stream_id = d.stream_id
+        where p.kind = 'projection' and p.caught_up_at is not null
+          and d.updated_at <= p.caught_up_at - coverage_audit.settle
+          and (case when c.projection is null then d.n > 0
+                    else (c.n, c.x0, c.x1) is distinct from (d.n, d.x0, d.x1) end)
+          and not exists (select from streamseal.handler_failures w
+                          where w.handler = p.name and w.origin = d.origin and w.tenant = d.tenant and w.stream_id = d.stream_id)
+    ) x;
+    found_gaps := coalesce(found_gaps, '{}');
+
+    -- Findings of buckets that are no gap any more: healed.
+    delete from streamseal.coverage_findings f
+    where not exists (select from pg_catalog.unnest(found_gaps) g
+                      where g.projection = f.projection and g.origin = f.origin and g.tenant = f.tenant
+                        and g.event_type = f.event_type and g.stream_id = f.stream_id);
+
+    -- Streams in remediation order: the oldest finding first, so deferred streams progress.
+    select pg_catalog.array_agg(row(s.projection, s.origin, s.tenant, s.stream_id,
+           case when s.reset is null then 'no_reset_hook'
+                when s.fix_order <= coverage_audit.max_rebuilds and coverage_audit.report_only then 'would_rebuild'
+                when s.fix_order <= coverage_audit.max_rebuilds then 'rebuilt'
+                else 'deferred' end,
+           s.stream_order)::streamseal._coverage_stream order by s.stream_order)
+    into plan
+    from (
+        select t.*, pg_catalog.row_number() over (order by (t.reset is null), t.first_found_at, t.projection, t.origin, t.stream_id) as fix_order,
+               pg_catalog.row_number() over (order by t.first_found_at, t.projection, t.origin, t.stream_id) as stream_order
+        from (
+            select g.projection, g.origin, g.tenant, g.stream_id, hh.reset,
+                   pg_catalog.min(coalesce(f.first_found_at, pg_catalog.now())) as first_found_at
+            from pg_catalog.unnest(found_gaps) g
+            join streamseal.handlers hh on hh.name = g.projection
+            left join streamseal.coverage_findings f
+              on f.projection = g.projection and f.origin = g.origin and f.tenant = g.tenant
+             and f.event_type = g.event_type and f.stream_id = g.stream_id
+            group by g.projection, g.origin, g.tenant, g.stream_id, hh.reset
+        ) t
+    ) s;
+    plan := coalesce(plan, '{}');
+
+    for step in select * from pg_catalog.unnest(plan) c where c.action = 'rebuilt' order by c.stream_order loop
+        select * into h from streamseal.handlers x where x.name = step.projection;
+        perform pg_catalog.pg_advisory_xact_lock(streamseal._handler_lock_key(h.name));
+        n_replayed := n_replayed + streamseal._projection_rebuild_stream(h, step.origin, step.tenant, step.stream_id);
+        n_rebuilt := n_rebuilt + 1;
+    end loop;
+    select pg_catalog.count(*) into n_would from pg_catalog.unnest(plan) c where c.action = 'would_rebuild';
+
+    -- Findings this audit does not record again stay (their first_found_at orders remediation)
+    -- as deferred; then up to max_reports findings are recorded, the streams acted on first.
+    update streamseal.coverage_findings f set action = 'deferred' where f.action <> 'deferred';
+    -- Record up to max_reports findings: the streams acted on first.
+    insert into streamseal.coverage_findings as f (projection, origin, tenant, event_type, stream_id, kind, store_n,
+                                                   cursor_n, action)
+    select g.projection, g.origin, g.tenant, g.event_type, g.stream_id, g.kind, g.store_n, g.cursor_n, c.action
+    from pg_catalog.unnest(found_gaps) g
+    join pg_catalog.unnest(plan) c on c.projection = g.projection and c.origin = g.origin and c.tenant = g.tenant
+     and c.stream_id = g.stream_id
+    order by (c.action = 'deferred'), c.stream_order, g.event_type
+    limit coverage_audit.max_reports
+    on conflict (projection, origin, tenant, event_type, stream_id) do update
+        set kind = excluded.kind, store_n = excluded.store_n, cursor_n = excluded.cursor_n, action = excluded.action,
+            audits = f.audits + 1, last_found_at = pg_catalog.now();
+
+    return query select pg_catalog.cardinality(found_gaps)::bigint,
+        least(pg_catalog.cardinality(found_gaps), coverage_audit.max_reports)::bigint, n_rebuilt, n_would,
+        (select pg_catalog.count(*) from pg_catalog.unnest(plan) c where c.action = 'deferred'), n_replayed;
+end
+$$;
