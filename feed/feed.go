@@ -41,8 +41,11 @@ var (
 
 // Defaults.
 const (
-	// BatchSizeDefault is how many events one batch carries at most.
-	BatchSizeDefault = 500
+	// BatchSizeDefault is how many events one batch carries at most. A read's fixed cost (the
+	// token, the horizon, the boundaries) is spread over the batch: 1000 rather than 500 read
+	// a 1M-event store faster (bench feed); batches under live load are small anyway. A
+	// handler holds a whole batch in memory: lower it for large payloads.
+	BatchSizeDefault = 1000
 	// HeldRecheckDefault is how soon an idle subscriber reads again while committed copies wait
 	// behind an open transaction (no notification announces that transaction's end).
 	HeldRecheckDefault = 100 * time.Millisecond
@@ -90,6 +93,9 @@ type Batch struct {
 	// any database in the cluster) that began before they landed holds them. An empty batch
 	// with Held > 0 is not "caught up": read again.
 	Held int64
+	// CaughtUp says the read took everything readable in its snapshot: reading again before
+	// the store's next notification (or, while Held > 0, a short wait) finds nothing new.
+	CaughtUp bool
 }
 
 // Handler takes one batch inside tx, the transaction the batch was read in. Returning nil
@@ -154,13 +160,19 @@ func (s *Subscriber) Run(ctx context.Context, handler Handler) error {
 	}
 	held := s.opts.HeldRecheck
 	for {
-		n, heldCopies, err := s.step(ctx, handler)
+		n, heldCopies, caughtUp, err := s.step(ctx, handler)
 		if err != nil {
 			return err
 		}
 		if n > 0 {
 			held = s.opts.HeldRecheck
-			continue
+			if !caughtUp {
+				continue
+			}
+			// A batch that caught up needs no empty read after it: every commit since its
+			// snapshot has queued a notification on conn (it listens since before the first
+			// read), so the wait below returns at once when there is more. Under live load
+			// this halves the reads per wake-up (bench feed).
 		}
 		// Idle: wait for a notification. While committed copies wait behind an open
 		// transaction, nothing announces its end: look again after a short, growing delay.
@@ -181,31 +193,31 @@ func (s *Subscriber) Run(ctx context.Context, handler Handler) error {
 	}
 }
 
-// step reads one batch and hands it to handler; it returns how many events it delivered and
-// how many committed copies wait behind an open transaction.
-func (s *Subscriber) step(ctx context.Context, handler Handler) (int, int64, error) {
+// step reads one batch and hands it to handler; it returns how many events it delivered, how
+// many committed copies wait behind an open transaction, and whether the read caught up.
+func (s *Subscriber) step(ctx context.Context, handler Handler) (int, int64, bool, error) {
 	tx, err := s.pool.Begin(ctx)
 	if err != nil {
-		return 0, 0, fmt.Errorf("feed: begin: %w", err)
+		return 0, 0, false, fmt.Errorf("feed: begin: %w", err)
 	}
 	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
 	b, err := store.FeedRead(ctx, tx, store.FeedScope{Types: s.opts.Types, Tenants: s.opts.Tenants}, s.Token(), s.opts.BatchSize)
 	if err != nil {
-		return 0, 0, err
+		return 0, 0, false, err
 	}
 	if len(b.Events) > 0 {
-		if err := handler(ctx, tx, Batch{Events: convert(b.Events), Token: b.Token}); err != nil {
-			return 0, 0, fmt.Errorf("feed: handler: %w", err)
+		if err := handler(ctx, tx, Batch{Events: convert(b.Events), Token: b.Token, Held: b.Held, CaughtUp: b.CaughtUp}); err != nil {
+			return 0, 0, false, fmt.Errorf("feed: handler: %w", err)
 		}
 	}
 	if err := tx.Commit(ctx); err != nil {
-		return 0, 0, fmt.Errorf("feed: commit: %w", err)
+		return 0, 0, false, fmt.Errorf("feed: commit: %w", err)
 	}
 	s.mu.Lock()
 	s.token = b.Token
 	s.mu.Unlock()
 	s.delivered.Add(int64(len(b.Events)))
-	return len(b.Events), b.Held, nil
+	return len(b.Events), b.Held, b.CaughtUp, nil
 }
 
 // Read reads one batch of up to max events after token ("" from the beginning) outside any
@@ -215,7 +227,7 @@ func Read(ctx context.Context, db store.Querier, opts Options, token string, max
 	if err != nil {
 		return Batch{}, err
 	}
-	return Batch{Events: convert(b.Events), Token: b.Token, Held: b.Held}, nil
+	return Batch{Events: convert(b.Events), Token: b.Token, Held: b.Held, CaughtUp: b.CaughtUp}, nil
 }
 
 func convert(in []store.FeedEvent) []Event {

@@ -53,13 +53,15 @@ type FeedEvent struct {
 	StoredAt      time.Time
 }
 
-// FeedBatch is one read of the feed: the events, the token that resumes after them, and how
-// many committed copies wait behind an open transaction (read again soon when not 0: no NOTIFY
-// announces that transaction's end).
+// FeedBatch is one read of the feed: the events, the token that resumes after them, how many
+// committed copies wait behind an open transaction (read again soon when not 0: no NOTIFY
+// announces that transaction's end), and whether the read took everything readable in its
+// snapshot (CaughtUp: reading again before the next NOTIFY finds nothing new).
 type FeedBatch struct {
-	Events []FeedEvent
-	Token  string
-	Held   int64
+	Events   []FeedEvent
+	Token    string
+	Held     int64
+	CaughtUp bool
 }
 
 // FeedRead reads up to max events of scope after token ("" reads from the beginning of this
@@ -77,16 +79,18 @@ func FeedRead(ctx context.Context, db Querier, scope FeedScope, token string, ma
 	}
 	rows, err := db.Query(ctx, `
 		select f.event_id, f.origin, f.origin_seq, f.type_seq, f.tenant, f.stream_id, f.stream_version, f.event_type,
-		       f.flags, f.payload, f.metadata, f.occurred_at, f.stored_at, f.next_token, f.held_copies
+		       f.flags, f.payload, f.metadata, f.occurred_at, f.stored_at, f.next_token, f.held_copies,
+		       f.caught_up
 		from streamseal.read_feed($1, $2, $3, $4) f`, scope.Types, scope.Tenants, tok, max)
 	if err != nil {
 		return FeedBatch{}, classifyFeed("read feed", err)
 	}
 	defer rows.Close()
 	var (
-		out  []FeedEvent
-		next string
-		held int64
+		out      []FeedEvent
+		next     string
+		held     int64
+		caughtUp bool
 	)
 	for rows.Next() {
 		var (
@@ -104,9 +108,10 @@ func FeedRead(ctx context.Context, db Querier, scope FeedScope, token string, ma
 			stored    *time.Time
 			nextTok   *string
 			heldNow   *int64
+			caught    *bool
 		)
 		if err := rows.Scan(&id, &origin, &originSeq, &typeSeq, &tenant, &stream, &version, &eventType, &flags,
-			&e.Payload, &e.Metadata, &occurred, &stored, &nextTok, &heldNow); err != nil {
+			&e.Payload, &e.Metadata, &occurred, &stored, &nextTok, &heldNow, &caught); err != nil {
 			return FeedBatch{}, classifyFeed("read feed", err)
 		}
 		if nextTok != nil {
@@ -114,6 +119,7 @@ func FeedRead(ctx context.Context, db Querier, scope FeedScope, token string, ma
 			if heldNow != nil {
 				held = *heldNow
 			}
+			caughtUp = caught != nil && *caught
 			continue
 		}
 		if id == nil || origin == nil || originSeq == nil || typeSeq == nil || tenant == nil || stream == nil ||
@@ -131,7 +137,7 @@ func FeedRead(ctx context.Context, db Querier, scope FeedScope, token string, ma
 	if next == "" {
 		return FeedBatch{}, fmt.Errorf("read feed: the batch ended without a token")
 	}
-	return FeedBatch{Events: out, Token: next, Held: held}, nil
+	return FeedBatch{Events: out, Token: next, Held: held, CaughtUp: caughtUp}, nil
 }
 
 // FeedBoundary is one origin's entry in a token: everything of the origin below Boundary (in its
