@@ -93,9 +93,6 @@ type Batch struct {
 	// any database in the cluster) that began before they landed holds them. An empty batch
 	// with Held > 0 is not "caught up": read again.
 	Held int64
-	// CaughtUp says the read took everything readable in its snapshot: reading again before
-	// the store's next notification (or, while Held > 0, a short wait) finds nothing new.
-	CaughtUp bool
 }
 
 // Handler takes one batch inside tx, the transaction the batch was read in. Returning nil
@@ -160,19 +157,13 @@ func (s *Subscriber) Run(ctx context.Context, handler Handler) error {
 	}
 	held := s.opts.HeldRecheck
 	for {
-		n, heldCopies, caughtUp, err := s.step(ctx, handler)
+		n, heldCopies, err := s.step(ctx, handler)
 		if err != nil {
 			return err
 		}
 		if n > 0 {
 			held = s.opts.HeldRecheck
-			if !caughtUp {
-				continue
-			}
-			// A batch that caught up needs no empty read after it: every commit since its
-			// snapshot has queued a notification on conn (it listens since before the first
-			// read), so the wait below returns at once when there is more. Under live load
-			// this halves the reads per wake-up (bench feed).
+			continue
 		}
 		// Idle: wait for a notification. While committed copies wait behind an open
 		// transaction, nothing announces its end: look again after a short, growing delay.
@@ -193,31 +184,31 @@ func (s *Subscriber) Run(ctx context.Context, handler Handler) error {
 	}
 }
 
-// step reads one batch and hands it to handler; it returns how many events it delivered, how
-// many committed copies wait behind an open transaction, and whether the read caught up.
-func (s *Subscriber) step(ctx context.Context, handler Handler) (int, int64, bool, error) {
+// step reads one batch and hands it to handler; it returns how many events it delivered and
+// how many committed copies wait behind an open transaction.
+func (s *Subscriber) step(ctx context.Context, handler Handler) (int, int64, error) {
 	tx, err := s.pool.Begin(ctx)
 	if err != nil {
-		return 0, 0, false, fmt.Errorf("feed: begin: %w", err)
+		return 0, 0, fmt.Errorf("feed: begin: %w", err)
 	}
 	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
 	b, err := store.FeedRead(ctx, tx, store.FeedScope{Types: s.opts.Types, Tenants: s.opts.Tenants}, s.Token(), s.opts.BatchSize)
 	if err != nil {
-		return 0, 0, false, err
+		return 0, 0, err
 	}
 	if len(b.Events) > 0 {
-		if err := handler(ctx, tx, Batch{Events: convert(b.Events), Token: b.Token, Held: b.Held, CaughtUp: b.CaughtUp}); err != nil {
-			return 0, 0, false, fmt.Errorf("feed: handler: %w", err)
+		if err := handler(ctx, tx, Batch{Events: convert(b.Events), Token: b.Token}); err != nil {
+			return 0, 0, fmt.Errorf("feed: handler: %w", err)
 		}
 	}
 	if err := tx.Commit(ctx); err != nil {
-		return 0, 0, false, fmt.Errorf("feed: commit: %w", err)
+		return 0, 0, fmt.Errorf("feed: commit: %w", err)
 	}
 	s.mu.Lock()
 	s.token = b.Token
 	s.mu.Unlock()
 	s.delivered.Add(int64(len(b.Events)))
-	return len(b.Events), b.Held, b.CaughtUp, nil
+	return len(b.Events), b.Held, nil
 }
 
 // Read reads one batch of up to max events after token ("" from the beginning) outside any
@@ -227,7 +218,7 @@ func Read(ctx context.Context, db store.Querier, opts Options, token string, max
 	if err != nil {
 		return Batch{}, err
 	}
-	return Batch{Events: convert(b.Events), Token: b.Token, Held: b.Held, CaughtUp: b.CaughtUp}, nil
+	return Batch{Events: convert(b.Events), Token: b.Token, Held: b.Held}, nil
 }
 
 func convert(in []store.FeedEvent) []Event {

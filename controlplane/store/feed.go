@@ -54,15 +54,13 @@ type FeedEvent struct {
 	StoredAt      time.Time
 }
 
-// FeedBatch is one read of the feed: the events, the token that resumes after them, how many
-// committed copies wait behind an open transaction (read again soon when not 0: no NOTIFY
-// announces that transaction's end), and whether the read took everything readable in its
-// snapshot (CaughtUp: reading again before the next NOTIFY finds nothing new).
+// FeedBatch is one read of the feed: the events, the token that resumes after them, and how
+// many committed copies wait behind an open transaction (read again soon when not 0: no NOTIFY
+// announces that transaction's end).
 type FeedBatch struct {
-	Events   []FeedEvent
-	Token    string
-	Held     int64
-	CaughtUp bool
+	Events []FeedEvent
+	Token  string
+	Held   int64
 }
 
 // FeedRead reads up to max events of scope after token ("" reads from the beginning of this
@@ -80,18 +78,16 @@ func FeedRead(ctx context.Context, db Querier, scope FeedScope, token string, ma
 	}
 	rows, err := db.Query(ctx, `
 		select f.event_id, f.origin, f.origin_seq, f.type_seq, f.tenant, f.stream_id, f.stream_version, f.event_type,
-		       f.flags, f.payload, f.metadata, f.occurred_at, f.stored_at, f.next_token, f.held_copies,
-		       f.caught_up
+		       f.flags, f.payload, f.metadata, f.occurred_at, f.stored_at, f.next_token, f.held_copies
 		from streamseal.read_feed($1, $2, $3, $4) f`, scope.Types, scope.Tenants, tok, max)
 	if err != nil {
 		return FeedBatch{}, classifyFeed("read feed", err)
 	}
 	defer rows.Close()
 	var (
-		out      []FeedEvent
-		next     string
-		held     int64
-		caughtUp bool
+		out  []FeedEvent
+		next string
+		held int64
 	)
 	// Value types, not pointers, for the nullable columns: one allocation fewer per column and
 	// row (the token row has null event columns, the event rows a null token).
@@ -101,13 +97,12 @@ func FeedRead(ctx context.Context, db Querier, scope FeedScope, token string, ma
 		originSeq, typeSeq, version, heldNow       pgtype.Int8
 		flags                                      pgtype.Int4
 		occurred, stored                           pgtype.Timestamptz
-		caught                                     pgtype.Bool
 		payload, metadata                          []byte
 	)
 	for rows.Next() {
 		payload, metadata = nil, nil
 		if err := rows.Scan(&id, &origin, &originSeq, &typeSeq, &tenant, &stream, &version, &eventType, &flags,
-			&payload, &metadata, &occurred, &stored, &nextTok, &heldNow, &caught); err != nil {
+			&payload, &metadata, &occurred, &stored, &nextTok, &heldNow); err != nil {
 			return FeedBatch{}, classifyFeed("read feed", err)
 		}
 		if nextTok.Valid {
@@ -115,7 +110,6 @@ func FeedRead(ctx context.Context, db Querier, scope FeedScope, token string, ma
 			if heldNow.Valid {
 				held = heldNow.Int64
 			}
-			caughtUp = caught.Valid && caught.Bool
 			continue
 		}
 		if !id.Valid || !origin.Valid || !originSeq.Valid || !typeSeq.Valid || !tenant.Valid || !stream.Valid ||
@@ -133,7 +127,7 @@ func FeedRead(ctx context.Context, db Querier, scope FeedScope, token string, ma
 	if next == "" {
 		return FeedBatch{}, fmt.Errorf("read feed: the batch ended without a token")
 	}
-	return FeedBatch{Events: out, Token: next, Held: held, CaughtUp: caughtUp}, nil
+	return FeedBatch{Events: out, Token: next, Held: held}, nil
 }
 
 // FeedBoundary is one origin's entry in a token: everything of the origin below Boundary (in its

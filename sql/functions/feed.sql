@@ -508,10 +508,7 @@ $$;
 -- that follow token (null: from the beginning of this store), then one last row whose event
 -- columns are null and whose next_token resumes after the batch; its held_copies counts copies
 -- committed but not yet readable (behind an open transaction, read in a later snapshot than the
--- batch): when it is not 0, read again soon, for no NOTIFY announces that transaction's end. Its
--- caught_up is true when the read took everything readable in its snapshot (the copies below the
--- horizon, the own lane through the stamper): a reader that LISTENs may then wait for the next
--- NOTIFY instead of reading again. At least once: a token is a
+-- batch): when it is not 0, read again soon, for no NOTIFY announces that transaction's end. At least once: a token is a
 -- place to start again, and reading again from it repeats at most the batch after it.
 --   * Order: own events by origin_seq; copies in commit order (landed_xid, local_id), below the
 --     snapshot's xmin, so a late lower-key commit is read after it commits, never skipped.
@@ -531,7 +528,7 @@ $$;
 create function streamseal.read_feed(event_types text[], tenants text[], token text, max_events integer default 500)
 returns table (event_id uuid, origin text, origin_seq bigint, type_seq bigint, tenant text, stream_id text,
                stream_version bigint, event_type text, flags integer, payload bytea, metadata jsonb,
-               occurred_at timestamptz, stored_at timestamptz, next_token text, held_copies bigint, caught_up boolean)
+               occurred_at timestamptz, stored_at timestamptz, next_token text, held_copies bigint)
 language plpgsql
 volatile
 security definer
@@ -826,12 +823,12 @@ begin
     -- and a call per row cost a fifth of the read (bench feed).
     return query
     select u.event_id, u.origin, u.origin_seq, u.type_seq, u.tenant, u.stream_id, u.stream_version, u.event_type,
-           u.flags, u.payload, u.metadata, u.occurred_at, u.stored_at, null::text, null::bigint, null::boolean
+           u.flags, u.payload, u.metadata, u.occurred_at, u.stored_at, null::text, null::bigint
     from pg_catalog.unnest(rows_all) u;
     if copies_to_xid is not null then
         return query
         select e.event_id, e.origin, e.origin_seq, e.type_seq, e.tenant, e.stream_id, e.stream_version, e.event_type,
-               e.flags, e.payload, e.metadata, e.occurred_at, e.stored_at, null::text, null::bigint, null::boolean
+               e.flags, e.payload, e.metadata, e.occurred_at, e.stored_at, null::text, null::bigint
         from streamseal.events e
         where e.origin_seq is not null and e.landed_xid is not null
           and (e.landed_xid, e.local_id) > (copies_from_xid, copies_from_local_id)
@@ -849,10 +846,7 @@ begin
            null::integer, null::bytea, null::jsonb, null::timestamptz, null::timestamptz,
            streamseal._feed_token_encode(scope, members, generations, boundaries, here_id, own_position,
                copies_xid, copies_local_id, live_start, replay_origins, replay_next),
-           held,
-           -- Caught up: the copies below the horizon are all taken and the own lane is read
-           -- through the stamper (own events wait behind at most half a batch).
-           caught_up and own_position >= coalesce(through, 0);
+           held;
 end
 $$;
 
