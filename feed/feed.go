@@ -41,8 +41,11 @@ var (
 
 // Defaults.
 const (
-	// BatchSizeDefault is how many events one batch carries at most.
-	BatchSizeDefault = 500
+	// BatchSizeDefault is how many events one batch carries at most. A read's fixed cost (the
+	// token, the horizon, the boundaries) is spread over the batch: 1000 rather than 500 read
+	// a 1M-event store faster (bench feed); batches under live load are small anyway. A
+	// handler holds a whole batch in memory: lower it for large payloads.
+	BatchSizeDefault = 1000
 	// HeldRecheckDefault is how soon an idle subscriber reads again while committed copies wait
 	// behind an open transaction (no notification announces that transaction's end).
 	HeldRecheckDefault = 100 * time.Millisecond
