@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync/atomic"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -31,6 +32,9 @@ type Receiver struct {
 	Metrics *metrics.Instruments // nil: not measured
 	// OnSummary, when set, observes every summary an origin sends this service.
 	OnSummary func(wire.RedeliverySummary)
+	// OnStored, when set, observes each ingest of bundles: how many bundles and events it stored
+	// and how long their answer checks and the ingest took (benchmarks break a backfill down with it).
+	OnStored func(bundles, events int, took time.Duration)
 	// AcceptUnservable records every type_seq range an origin says it cannot serve as an accepted
 	// loss of the lane (streamseal.accept_loss), so the lane's floor moves past it and nobody asks
 	// for it again. Set by the control plane once lanes exist.
@@ -62,6 +66,7 @@ func (r *Receiver) Register(control *wire.Control) {
 
 func (r *Receiver) onBundle(ctx context.Context, env wire.Envelope, attachment []byte) error {
 	r.bundles.Add(1)
+	started := time.Now()
 	b, copies, err := unbundle(env, attachment, true)
 	if err != nil {
 		r.refused.Add(1)
@@ -88,12 +93,16 @@ func (r *Receiver) onBundle(ctx context.Context, env wire.Envelope, attachment [
 		return err
 	}
 	r.stored.Add(int64(len(added)))
+	if r.OnStored != nil {
+		r.OnStored(1, len(copies), time.Since(started))
+	}
 	return nil
 }
 
 // onBundles stores a run of bundles in one ingest: all or nothing. Any bundle that does not
 // unbundle cleanly fails the run, and the control endpoint then retries each one alone.
 func (r *Receiver) onBundles(ctx context.Context, envs []wire.Envelope, attachments [][]byte) error {
+	started := time.Now()
 	var copies []store.EventCopy
 	for i, env := range envs {
 		b, c, err := unbundle(env, attachments[i], true)
@@ -112,6 +121,9 @@ func (r *Receiver) onBundles(ctx context.Context, envs []wire.Envelope, attachme
 	}
 	r.bundles.Add(int64(len(envs)))
 	r.stored.Add(int64(len(added)))
+	if r.OnStored != nil {
+		r.OnStored(len(envs), len(copies), time.Since(started))
+	}
 	return nil
 }
 
