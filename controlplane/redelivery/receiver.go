@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync/atomic"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -31,6 +32,9 @@ type Receiver struct {
 	Metrics *metrics.Instruments // nil: not measured
 	// OnSummary, when set, observes every summary an origin sends this service.
 	OnSummary func(wire.RedeliverySummary)
+	// OnStored, when set, observes each ingest of bundles: how many bundles and events it stored
+	// and how long their answer checks and the ingest took (benchmarks break a backfill down with it).
+	OnStored func(bundles, events int, took time.Duration)
 	// AcceptUnservable records every type_seq range an origin says it cannot serve as an accepted
 	// loss of the lane (streamseal.accept_loss), so the lane's floor moves past it and nobody asks
 	// for it again. Set by the control plane once lanes exist.
@@ -58,10 +62,12 @@ func (r *Receiver) Register(control *wire.Control) {
 	control.Handle(wire.KindRedeliveryBundle, r.onBundle)
 	control.HandleBatch(wire.KindRedeliveryBundle, r.onBundles)
 	control.Handle(wire.KindRedeliverySummary, r.onSummary)
+	control.HandleAhead(wire.KindRedeliverySummary, r.onSummaryAhead)
 }
 
 func (r *Receiver) onBundle(ctx context.Context, env wire.Envelope, attachment []byte) error {
 	r.bundles.Add(1)
+	started := time.Now()
 	b, copies, err := unbundle(env, attachment, true)
 	if err != nil {
 		r.refused.Add(1)
@@ -88,23 +94,47 @@ func (r *Receiver) onBundle(ctx context.Context, env wire.Envelope, attachment [
 		return err
 	}
 	r.stored.Add(int64(len(added)))
+	if r.OnStored != nil {
+		r.OnStored(1, len(copies), time.Since(started))
+	}
 	return nil
 }
 
 // onBundles stores a run of bundles in one ingest: all or nothing. Any bundle that does not
 // unbundle cleanly fails the run, and the control endpoint then retries each one alone.
+// Consecutive bundles answering the same request from the same sender for the same lane (a
+// backfill's answer is dozens of them) are checked against it in one call, not one each.
 func (r *Receiver) onBundles(ctx context.Context, envs []wire.Envelope, attachments [][]byte) error {
+	started := time.Now()
 	var copies []store.EventCopy
+	group, groupStart := wire.Bundle{}, 0
+	var groupFrom string
+	check := func() error {
+		if groupStart == len(copies) {
+			return nil
+		}
+		if reason, err := r.checkAnswer(ctx, group.RequestID, groupFrom, group.Origin, copies[groupStart:]); err != nil || reason != "" {
+			// Each message alone then: the one to drop is dropped and counted, the rest stored.
+			return fmt.Errorf("bundles for request %s not stored with their run: %v%s", group.RequestID, err, reason)
+		}
+		groupStart = len(copies)
+		return nil
+	}
 	for i, env := range envs {
 		b, c, err := unbundle(env, attachments[i], true)
 		if err != nil {
 			return err
 		}
-		if reason, err := r.checkBundle(ctx, env, b, c); err != nil || reason != "" {
-			// Each message alone then: the one to drop is dropped and counted, the rest stored.
-			return fmt.Errorf("bundle for request %s not stored with its run: %v%s", b.RequestID, err, reason)
+		if b.RequestID != group.RequestID || env.From != groupFrom || b.Origin != group.Origin {
+			if err := check(); err != nil {
+				return err
+			}
+			group, groupFrom = b, env.From
 		}
 		copies = append(copies, c...)
+	}
+	if err := check(); err != nil {
+		return err
 	}
 	added, err := store.EventsIngest(ctx, r.Pool, copies)
 	if err != nil {
@@ -112,6 +142,9 @@ func (r *Receiver) onBundles(ctx context.Context, envs []wire.Envelope, attachme
 	}
 	r.bundles.Add(int64(len(envs)))
 	r.stored.Add(int64(len(added)))
+	if r.OnStored != nil {
+		r.OnStored(len(envs), len(copies), time.Since(started))
+	}
 	return nil
 }
 
@@ -149,6 +182,36 @@ func (r *Receiver) onSummary(ctx context.Context, env wire.Envelope, _ []byte) e
 	return nil
 }
 
+// onSummaryAhead asks for the rest of a truncated answer as soon as its summary is fetched, while
+// the bundles fetched ahead of it are still being stored (wire.Control.HandleAhead): the origin
+// builds the next answer while this service ingests the last one, instead of both taking turns.
+// It acts only on a summary that answers an open request this service sent its sender
+// (check_redelivery_answer, not final: the request stays open until the summary's own turn, so the
+// bundles ahead of it are still accepted), and sends the same follow-up the summary's turn would
+// (followUpID): the turn then finds it recorded and sends nothing more. Any failure here is left to
+// the summary's turn.
+func (r *Receiver) onSummaryAhead(ctx context.Context, env wire.Envelope, _ []byte) {
+	var s wire.RedeliverySummary
+	if r.JS == nil || strictJSON(env.Body, &s) != nil || !s.Truncated {
+		return
+	}
+	id, err := uuid.Parse(s.RequestID)
+	if err != nil {
+		return
+	}
+	if reason, err := store.SentRequestCheckAnswer(ctx, r.Pool, id, env.From, "", false, unservableItems(s)); err != nil || reason != "" {
+		return
+	}
+	sent, ok, err := store.SentRequestGet(ctx, r.Pool, id, env.From)
+	if err != nil || !ok {
+		return
+	}
+	if err := r.followUp(ctx, env.From, id, s, sent, true); err != nil && ctx.Err() == nil {
+		r.Logger.Warn("repair: asking ahead for the rest of a truncated answer failed; asked at its summary's turn", "origin", env.From,
+			"request", s.RequestID, "err", err)
+	}
+}
+
 // answered marks the request the summary answers and, when the origin's cap truncated the answer,
 // asks for the rest at once: the same request, continued after the last event shipped (invariant
 // 14). A summary of a request this service did not send is logged and changes nothing.
@@ -170,25 +233,66 @@ func (r *Receiver) answered(ctx context.Context, origin string, s wire.Redeliver
 			"request", s.RequestID)
 		return nil
 	}
+	return r.followUp(ctx, origin, id, s, sent, false)
+}
+
+// followUp asks origin for the rest of the truncated answer s to sent (request id): the same
+// request, continued after the last event shipped, under followUpID(id, origin). Ahead (at fetch,
+// onSummaryAhead) it is always published: a crash between recording and publishing is mended by
+// the redelivered summary. At the summary's turn it is published only when this call recorded it,
+// so a follow-up sent ahead is not sent twice.
+func (r *Receiver) followUp(ctx context.Context, origin string, id uuid.UUID, s wire.RedeliverySummary, sent store.SentRequest, ahead bool) error {
 	var rest wire.RedeliveryRequest
 	if err := json.Unmarshal(sent.Request, &rest); err != nil {
 		return fmt.Errorf("recorded request %s: %w", s.RequestID, err)
 	}
 	if s.ResumeAfter == nil || (rest.After != nil && !rest.After.Less(*s.ResumeAfter)) {
 		// The rest must start after where this request started, or following would loop.
-		r.Logger.Error("repair: a truncated answer does not move past its request's start: not followed", "origin", origin,
-			"request", s.RequestID, "resume_after", s.ResumeAfter, "request_after", rest.After)
+		if !ahead {
+			r.Logger.Error("repair: a truncated answer does not move past its request's start: not followed", "origin", origin,
+				"request", s.RequestID, "resume_after", s.ResumeAfter, "request_after", rest.After)
+		}
 		return nil
 	}
-	rest.RequestID, rest.After = uuid.NewString(), s.ResumeAfter
-	if err := Send(ctx, r.Pool, r.JS, r.Service, origin, store.SourceFollowUp, rest, id); err != nil {
+	rest.RequestID, rest.After = followUpID(id, origin).String(), s.ResumeAfter
+	body, err := json.Marshal(rest)
+	if err != nil {
 		return err
 	}
-	r.followUps.Add(1)
-	r.Metrics.RepairRequested(store.SourceFollowUp, origin)
-	r.Logger.Info("repair: truncated answer followed by a request for the rest", "origin", origin, "request", s.RequestID,
-		"follow_up", rest.RequestID, "after_stream", s.ResumeAfter.Stream, "after_version", s.ResumeAfter.Version)
+	recorded, err := store.SentRequestRecordNew(ctx, r.Pool, store.SentRequest{RequestID: uuid.MustParse(rest.RequestID), Origin: origin,
+		Source: store.SourceFollowUp, Request: body, Follows: id})
+	if err != nil {
+		return err
+	}
+	if !recorded && !ahead {
+		return nil // sent ahead of this summary's turn
+	}
+	env, err := wire.NewEnvelope(wire.KindRedeliveryRequest, r.Service, origin, rest)
+	if err != nil {
+		return err
+	}
+	if err := wire.Publish(ctx, r.JS, env, nil); err != nil {
+		return err
+	}
+	if recorded {
+		r.followUps.Add(1)
+		r.Metrics.RepairRequested(store.SourceFollowUp, origin)
+		r.Logger.Info("repair: truncated answer followed by a request for the rest", "origin", origin, "request", s.RequestID,
+			"follow_up", rest.RequestID, "after_stream", s.ResumeAfter.Stream, "after_version", s.ResumeAfter.Version, "ahead", ahead)
+	}
 	return nil
+}
+
+// followUpNamespace roots followUpID's name-based UUIDs.
+var followUpNamespace = uuid.MustParse("6f2b1c1e-6a52-4b0e-9d4e-1f3a2b7c9e10")
+
+// followUpID is the id of the follow-up of request id's truncated answer from origin: derived, not
+// drawn, so asking for the same rest twice (ahead of the summary's turn and at it, or after a
+// crash redelivered the summary) records and serves one request (sent_requests and the origin's
+// served requests both keep an id once). A broadcast is answered by several origins: the origin
+// is part of the name.
+func followUpID(id uuid.UUID, origin string) uuid.UUID {
+	return uuid.NewSHA1(followUpNamespace, []byte(id.String()+"/"+origin))
 }
 
 // backfillAnswered records an origin's summary of a backfill's request (its broadcast or a
@@ -226,7 +330,13 @@ func (r *Receiver) backfillAnswered(ctx context.Context, origin string, s wire.R
 // checkBundle asks SQL whether a bundle answers an open request this service sent its sender,
 // every event within that request's scope (invariant 12); "" when it does, else the drop reason.
 func (r *Receiver) checkBundle(ctx context.Context, env wire.Envelope, b wire.Bundle, copies []store.EventCopy) (string, error) {
-	id, err := uuid.Parse(b.RequestID)
+	return r.checkAnswer(ctx, b.RequestID, env.From, b.Origin, copies)
+}
+
+// checkAnswer asks SQL whether copies (of lane's events, from sender) answer the open request
+// requestID this service sent sender, every event within its scope; "" when they do.
+func (r *Receiver) checkAnswer(ctx context.Context, requestID, sender, lane string, copies []store.EventCopy) (string, error) {
+	id, err := uuid.Parse(requestID)
 	if err != nil {
 		return wire.DropUnsolicited, nil
 	}
@@ -236,7 +346,7 @@ func (r *Receiver) checkBundle(ctx context.Context, env wire.Envelope, b wire.Bu
 		items[i] = store.AnswerItem{Tenant: c.Tenant, EventType: &c.EventType, StreamID: &c.StreamID,
 			OriginSeqLo: &c.OriginSeq, TypeSeqLo: &c.TypeSeq}
 	}
-	return store.SentRequestCheckAnswer(ctx, r.Pool, id, env.From, b.Origin, false, items)
+	return store.SentRequestCheckAnswer(ctx, r.Pool, id, sender, lane, false, items)
 }
 
 // checkSummary asks SQL whether a summary answers an open request this service sent its sender,
@@ -247,6 +357,11 @@ func (r *Receiver) checkSummary(ctx context.Context, env wire.Envelope, s wire.R
 	if err != nil {
 		return wire.DropUnsolicited, nil
 	}
+	return store.SentRequestCheckAnswer(ctx, r.Pool, id, env.From, "", true, unservableItems(s))
+}
+
+// unservableItems are a summary's "cannot re-deliver" entries as answer items (check_redelivery_answer).
+func unservableItems(s wire.RedeliverySummary) []store.AnswerItem {
 	var items []store.AnswerItem
 	for _, u := range s.Unservable {
 		var eventType *string
@@ -261,7 +376,7 @@ func (r *Receiver) checkSummary(ctx context.Context, env wire.Envelope, s wire.R
 			items = append(items, store.AnswerItem{Tenant: u.Tenant, EventType: eventType, OriginSeqLo: &os[0], OriginSeqHi: &os[1]})
 		}
 	}
-	return store.SentRequestCheckAnswer(ctx, r.Pool, id, env.From, "", true, items)
+	return items
 }
 
 // drop counts (at the control endpoint's seam, when registered) and logs an answer not acted on.

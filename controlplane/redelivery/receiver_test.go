@@ -397,6 +397,58 @@ func TestReceiver(t *testing.T) {
 			t.Fatalf("%d requests on orders' subject, %d follow-ups; want only the request and one follow-up", n, r.FollowUps())
 		}
 	})
+
+	// Invariants 2 and 14: a truncated answer's summary is acted on twice, ahead (when its batch
+	// is fetched, before the bundles ahead of it are stored) and at its turn, and may be delivered
+	// twice (a crash before its ack): the rest is still asked for under one request id, recorded
+	// once, so the origin serves it once (its served requests keep an id once), and the bundles
+	// ahead of the summary are stored.
+	t.Run("AsksForTheRestOfATruncatedAnswerUnderOneIdHoweverOftenItsSummaryIsSeen", func(t *testing.T) {
+		t.Parallel()
+		r, b := setup(t)
+		_, js := b.nats.Connect(t, "billing-requests")
+		r.JS = js
+		requests := b.nats.Record(t, wire.ControlStream, wire.ControlFilters("orders")[0])
+		req := wire.RedeliveryRequest{Tenants: []string{"acme"}, Types: eventTypes[:1], MaxEvents: 3}
+		id, err := redelivery.Request(ctx, b.pool, js, "billing", "orders", req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		copies := ordersCopies("s", 1, 3)
+		bundle, bytes := bundleOf(id, false, copies)
+		send(t, b, wire.KindRedeliveryBundle, "orders", bundle, bytes)
+		summary := wire.RedeliverySummary{RequestID: id, Origin: "orders", Shipped: 3, Bundles: 1, Truncated: true,
+			ResumeAfter: &wire.Position{Stream: "s", Version: 3}}
+		send(t, b, wire.KindRedeliverySummary, "orders", summary, nil)
+		send(t, b, wire.KindRedeliverySummary, "orders", summary, nil)
+		start(t, r, b)
+		testrun.WaitFor(t, "the bundle and both summaries handled", func() bool { return b.control.Finished() == 3 })
+
+		if got := lane(t, b.pool, "orders"); len(got) != 3 {
+			t.Fatalf("billing holds %d copies; want the bundle's 3", len(got))
+		}
+		published := b.nats.Count(t, wire.ControlStream, wire.ControlFilters("orders")[0])
+		envs, _ := natstest.Envelopes(t, requests.AwaitCount(t, "every request published", max(int(published), 2)))
+		followUps := map[string]bool{}
+		for _, env := range envs[1:] {
+			var rest wire.RedeliveryRequest
+			if err := json.Unmarshal(env.Body, &rest); err != nil {
+				t.Fatal(err)
+			}
+			if rest.After == nil || *rest.After != *summary.ResumeAfter {
+				t.Fatalf("follow-up %s continues after %+v; want after s/3", rest.RequestID, rest.After)
+			}
+			followUps[rest.RequestID] = true
+		}
+		var recorded int
+		if err := b.pool.QueryRow(ctx, "select count(*) from streamseal.sent_requests where follows = $1", id).Scan(&recorded); err != nil {
+			t.Fatal(err)
+		}
+		if len(followUps) != 1 || recorded != 1 || r.FollowUps() != 1 {
+			t.Fatalf("follow-ups published under ids %v, %d recorded, %d counted; want one id, recorded and counted once",
+				followUps, recorded, r.FollowUps())
+		}
+	})
 }
 
 // Unbundle is the receiving side's check of a bundle: it refuses whatever is not internally

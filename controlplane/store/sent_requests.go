@@ -32,17 +32,31 @@ type SentRequest struct {
 // SentRequestRecord records a request this service sent (before or as it is published: a request
 // recorded and then lost is what re-asking is for).
 func SentRequestRecord(ctx context.Context, db Querier, r SentRequest) error {
-	if _, err := db.Exec(ctx, `
-		insert into streamseal.sent_requests (request_id, origin, source, request, follows, backfill)
-		values ($1, $2, $3, $4, $5,
-		        -- A backfill's broadcast roots it; a follow-up continues the backfill it follows.
-		        case when $3 = 'backfill' then $1
-		             else (select s.backfill from streamseal.sent_requests s where s.request_id = $5) end)
-		on conflict (request_id) do nothing`,
-		r.RequestID, r.Origin, r.Source, r.Request, nullUUID(r.Follows)); err != nil {
-		return classify("record sent request", err)
+	_, err := SentRequestRecordNew(ctx, db, r)
+	return err
+}
+
+// SentRequestRecordNew is SentRequestRecord that also says whether this call recorded the request
+// (false: its id was recorded already, e.g. a follow-up whose id derives from the request it
+// follows, sent once ahead of its summary's turn).
+func SentRequestRecordNew(ctx context.Context, db Querier, r SentRequest) (bool, error) {
+	var recorded bool
+	err := db.QueryRow(ctx, `
+		with recorded as (
+		    insert into streamseal.sent_requests (request_id, origin, source, request, follows, backfill)
+		    values ($1, $2, $3, $4, $5,
+		            -- A backfill's broadcast roots it; a follow-up continues the backfill it follows.
+		            case when $3 = 'backfill' then $1
+		                 else (select s.backfill from streamseal.sent_requests s where s.request_id = $5) end)
+		    on conflict (request_id) do nothing
+		    returning 1
+		)
+		select exists (select from recorded)`,
+		r.RequestID, r.Origin, r.Source, r.Request, nullUUID(r.Follows)).Scan(&recorded)
+	if err != nil {
+		return false, classify("record sent request", err)
 	}
-	return nil
+	return recorded, nil
 }
 
 // SentRequestAnswered marks the request answered by origin and returns it; ok is false when this
@@ -62,6 +76,26 @@ func SentRequestAnswered(ctx context.Context, db Querier, requestID uuid.UUID, o
 	}
 	if err != nil {
 		return SentRequest{}, false, classify("mark request answered", err)
+	}
+	if follows != nil {
+		r.Follows = *follows
+	}
+	return r, true, nil
+}
+
+// SentRequestGet returns the request this service sent origin (or broadcast) under requestID,
+// changing nothing; ok is false when there is none.
+func SentRequestGet(ctx context.Context, db Querier, requestID uuid.UUID, origin string) (r SentRequest, ok bool, err error) {
+	var follows *uuid.UUID
+	err = db.QueryRow(ctx, `
+		select request_id, origin, source, request, follows from streamseal.sent_requests
+		where request_id = $1 and origin in ($2, '_all')`, requestID, origin).
+		Scan(&r.RequestID, &r.Origin, &r.Source, &r.Request, &follows)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return SentRequest{}, false, nil
+	}
+	if err != nil {
+		return SentRequest{}, false, classify("read sent request", err)
 	}
 	if follows != nil {
 		r.Follows = *follows

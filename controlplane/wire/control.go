@@ -25,6 +25,13 @@ type Handler func(ctx context.Context, env Envelope, attachment []byte) error
 // isolated instead of failing the run.
 type BatchHandler func(ctx context.Context, envs []Envelope, attachments [][]byte) error
 
+// AheadHandler looks at an accepted control message when the batch holding it is fetched, before
+// any message of that batch is dispatched, so work that needs none of the messages ahead of it
+// (asking an origin for the rest of a truncated answer while that answer's bundles are still being
+// stored) overlaps theirs. It changes nothing the message's Handler relies on, which still runs in
+// order; a failure is the AheadHandler's to log.
+type AheadHandler func(ctx context.Context, env Envelope, attachment []byte)
+
 // ErrPermanent marks a handler failure that retrying cannot fix (e.g. an inconsistent bundle).
 var ErrPermanent = errors.New("permanent failure")
 
@@ -63,6 +70,7 @@ type Control struct {
 	Logger   *slog.Logger
 	handlers map[string]Handler
 	batches  map[string]BatchHandler
+	ahead    map[string]AheadHandler
 	// Tap, when set, sees every message the consumer receives before the seam (tests use it to
 	// forward one service's traffic to another's seam, proving the seam drops it).
 	Tap func(subject string, data []byte)
@@ -94,6 +102,15 @@ func (c *Control) HandleBatch(kind string, h BatchHandler) {
 		c.batches = map[string]BatchHandler{}
 	}
 	c.batches[kind] = h
+}
+
+// HandleAhead registers kind's ahead handler (which runs besides, never instead of, its Handler).
+// Call before Run.
+func (c *Control) HandleAhead(kind string, h AheadHandler) {
+	if c.ahead == nil {
+		c.ahead = map[string]AheadHandler{}
+	}
+	c.ahead[kind] = h
 }
 
 // Run consumes control messages until ctx ends. Each message is acked after its handler returns
@@ -173,16 +190,11 @@ type accepted struct {
 	attachment []byte
 }
 
-// dispatchAll runs one fetched batch through the seam, then hands runs of consecutive messages
-// of a batch-handled kind to their batch handler and everything else to its handler, in order.
+// dispatchAll runs one fetched batch through the seam, shows the accepted messages to their
+// kinds' ahead handlers, then hands runs of consecutive messages of a batch-handled kind to their
+// batch handler and everything else to its handler, in order.
 func (c *Control) dispatchAll(ctx context.Context, msgs []jetstream.Msg) {
-	var run []accepted
-	flush := func() {
-		if len(run) > 0 {
-			c.dispatchRun(ctx, run)
-			run = nil
-		}
-	}
+	var passed []accepted
 	for _, msg := range msgs {
 		if c.Tap != nil {
 			c.Tap(msg.Subject(), msg.Data())
@@ -193,7 +205,22 @@ func (c *Control) dispatchAll(ctx context.Context, msgs []jetstream.Msg) {
 			c.finished.Add(1)
 			continue
 		}
-		a := accepted{msg, env, attachment}
+		passed = append(passed, accepted{msg, env, attachment})
+	}
+	for _, a := range passed {
+		if h := c.ahead[a.env.Kind]; h != nil {
+			h(ctx, a.env, a.attachment)
+		}
+	}
+	var run []accepted
+	flush := func() {
+		if len(run) > 0 {
+			c.dispatchRun(ctx, run)
+			run = nil
+		}
+	}
+	for _, a := range passed {
+		env := a.env
 		if c.batches[env.Kind] == nil {
 			flush()
 			c.dispatch(ctx, a)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -52,13 +53,17 @@ func Backfill(ctx context.Context, newDB harness.NewDatabase, opts BackfillOptio
 		return r, err
 	}
 	defer h.Close()
-	orders, err := h.Start(ctx, "orders", harness.Options{Grants: map[string][]string{"billing": {"bench.a"}}}, nil)
+	var stages backfillStages
+	orders, err := h.Start(ctx, "orders", harness.Options{Grants: map[string][]string{"billing": {"bench.a"}}}, func(s *harness.Service) {
+		s.Redelivery.OnBuild = stages.build
+	})
 	if err != nil {
 		return r, err
 	}
 	var wireBytes atomic.Int64
 	billing, err := h.Start(ctx, "billing", harness.Options{Consumes: []string{"bench.b"}}, func(s *harness.Service) {
 		s.Control.Tap = func(_ string, data []byte) { wireBytes.Add(int64(len(data))) }
+		s.Repair.OnStored = stages.stored
 		s.Backfill.Interval = 20 * time.Millisecond
 		s.Inbox.ReconcileInterval = 20 * time.Millisecond
 	})
@@ -131,6 +136,7 @@ func Backfill(ctx context.Context, newDB harness.NewDatabase, opts BackfillOptio
 	duringCtx, stopDuring := context.WithCancel(ctx)
 	liveDone := make(chan error, 1)
 	start := time.Now()
+	stages.begin(start)
 	go func() { liveDone <- live(duringCtx, &during) }()
 	if err := store.SubscriptionsAdd(ctx, billing.Pool, "", []string{"bench.a"}, store.AllTenants()); err != nil {
 		stopDuring()
@@ -166,6 +172,77 @@ func Backfill(ctx context.Context, newDB harness.NewDatabase, opts BackfillOptio
 	fmt.Fprintf(out, "wire: %d control bytes for %d payload bytes: ratio %.3f (target <= 1.5)\n", wireBytes.Load(), payloadBytes, r.WireRatio)
 	fmt.Fprintf(out, "origin live appends: %.0f events/s during the backfill, %.0f without (just before): ratio %.3f (target >= 0.8)\n",
 		duringRate, baseRate, r.OriginLiveRatio)
+	stages.report(out, took)
 	fmt.Fprintf(out, "RESULT backfill events_per_s=%.0f wire_ratio=%.3f origin_live_ratio=%.3f\n", r.EventsPerSecond, r.WireRatio, r.OriginLiveRatio)
 	return r, nil
+}
+
+// backfillStages breaks one backfill down by stage, from the origin's build hooks and the
+// consumer's ingest hook: how long the origin spent building answers (selection, bundle
+// encoding, publishing) and idle between them (waiting for the next follow-up: the consumer's
+// ingest of the answer's tail, its summary, the follow-up's round trip), and how long the
+// consumer spent checking and ingesting bundles.
+type backfillStages struct {
+	mu                     sync.Mutex
+	start                  time.Time
+	builds                 int
+	building, idle         time.Duration
+	buildStarted, buildEnd time.Time
+	firstBuild             time.Duration
+	ingests, ingested      int
+	ingesting              time.Duration
+}
+
+func (s *backfillStages) begin(t time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.start = t
+}
+
+func (s *backfillStages) build(_, phase string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := time.Now()
+	if s.start.IsZero() {
+		return
+	}
+	switch phase {
+	case "start":
+		s.buildStarted = now
+		if s.builds == 0 {
+			s.firstBuild = now.Sub(s.start)
+		} else {
+			s.idle += now.Sub(s.buildEnd)
+		}
+	case "end":
+		s.builds++
+		s.building += now.Sub(s.buildStarted)
+		s.buildEnd = now
+	}
+}
+
+func (s *backfillStages) stored(_, events int, took time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.ingests++
+	s.ingested += events
+	s.ingesting += took
+}
+
+func (s *backfillStages) report(out io.Writer, took time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	per := func(d time.Duration, n int) time.Duration {
+		if n == 0 {
+			return 0
+		}
+		return (d / time.Duration(n)).Round(time.Millisecond)
+	}
+	fmt.Fprintf(out, "stages: first build %s after the subscription; origin built %d answers in %s (%s each: selection, encoding, publishing), idle %s between them (%s each)\n",
+		s.firstBuild.Round(time.Millisecond), s.builds, s.building.Round(time.Millisecond), per(s.building, s.builds),
+		s.idle.Round(time.Millisecond), per(s.idle, s.builds-1))
+	fmt.Fprintf(out, "stages: consumer checked and ingested %d events in %d transactions in %s (%s each)\n",
+		s.ingested, s.ingests, s.ingesting.Round(time.Millisecond), per(s.ingesting, s.ingests))
+	fmt.Fprintf(out, "stages: of %s end to end, origin building %.0f%%, consumer ingesting %.0f%%\n", took.Round(time.Millisecond),
+		100*s.building.Seconds()/took.Seconds(), 100*s.ingesting.Seconds()/took.Seconds())
 }

@@ -714,3 +714,71 @@ func TestBackfill_AtMostOnceOccurrencesOnlyForATypeThatOptedIn_Invariant6(t *tes
 		}
 	}
 }
+
+// Invariants 1, 2 and 14, issue 18 (backfill throughput): billing asks for the rest of each
+// truncated answer as soon as its summary is fetched, while the bundles ahead of it are still
+// being stored, and orders stops in the middle of building an answer (its third) and starts
+// again on the same database. No page is lost and none is stored twice: every event of the type
+// arrives byte-equal, the type completes, and each truncated answer was followed by one request
+// (one follow-up recorded per request it follows), the interrupted one served after the restart
+// from the queue it was accepted into.
+func TestBackfill_FollowUpsAskedAheadLoseNoPageWhenTheOriginRestartsMidBackfill_Invariant14(t *testing.T) {
+	t.Parallel()
+	h, errs := newCountingHarness(t)
+	settings := auditSettings()
+	settings.ReadinessGrace = 0
+	limits := redelivery.Limits{MaxEventsPerRequest: 200}
+	reached, release := make(chan struct{}), make(chan struct{})
+	var builds atomic.Int32
+	orders := start(t, h, "orders", harness.Options{Settings: settings, Grants: map[string][]string{"billing": eventTypes},
+		Limits: limits}, func(s *harness.Service) {
+		s.Redelivery.OnBuild = func(_, phase string) {
+			if phase == "start" && builds.Add(1) == 3 {
+				close(reached)
+				<-release
+			}
+		}
+	})
+	billing := start(t, h, "billing", harness.Options{Settings: settings, Consumes: eventTypes[:1]}, quickBackfill)
+	appendOrders(t, orders, 5000, 40)
+	publishAllThenForget(t, orders, 5000, true, []*harness.Service{orders, billing})
+	want := rowsOfType(t, orders.Pool, "orders", eventTypes[1])
+	if len(want) < 4*limits.MaxEventsPerRequest {
+		t.Fatalf("orders holds %d events of %s; want more than four answers' worth", len(want), eventTypes[1])
+	}
+
+	if err := store.SubscriptionsAdd(context.Background(), billing.Pool, "", []string{eventTypes[1]}, store.AllTenants()); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-reached:
+	case <-time.After(failsafe):
+		t.Fatalf("orders never started its third answer (%d builds)", builds.Load())
+	}
+	// The build in progress goes on while orders stops: it ends wherever the cancellation finds it.
+	close(release)
+	orders.Stop()
+	restarted, err := h.StartOn(context.Background(), orders, harness.Options{Settings: settings, Limits: limits}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(restarted.Stop)
+	services := []*harness.Service{restarted, billing}
+	waitFor(t, "order.paid backfilled and complete after the restart", services, func() bool {
+		return consumedStatus(t, billing, eventTypes[1]) == store.ConsumedComplete
+	})
+	requireSameRows(t, want, rowsOfType(t, billing.Pool, "orders", eventTypes[1]))
+	var followUps, twice int
+	if err := billing.Pool.QueryRow(context.Background(), `
+		select count(*), count(*) - count(distinct follows) from streamseal.sent_requests where source = 'follow_up'`).
+		Scan(&followUps, &twice); err != nil {
+		t.Fatal(err)
+	}
+	if followUps < 3 || twice != 0 {
+		t.Fatalf("%d follow-ups recorded, %d of them a second follow-up of one request; want at least 3, each request followed once",
+			followUps, twice)
+	}
+	if n := errs.Load(); n != 0 {
+		t.Fatalf("%d ERROR-level log records; want none", n)
+	}
+}

@@ -15,9 +15,9 @@
 -- ships those), the requester's own events (it is their origin), ephemeral events (a backfill
 -- ships none), and at-most-once occurrences unless their type is in at_most_once_types (a
 -- backfill's per-type opt-in). Payloads are returned as stored (invariant 3). Cost: one
--- loose index walk over the origins held, then the (origin, stream_id, stream_version) index of
--- each lane from the cursor, in doubling chunks: every row of a lane is read at most once over
--- all the pages of a request.
+-- loose index walk over the origins held, then each lane walked from the cursor
+-- (_redelivery_walk, the walk select_redelivery pages its own lane with): every row of a lane is
+-- read at most once over all the pages of a request.
 create function streamseal.select_forwarded_copies(
     requester text,
     event_types text[],
@@ -42,12 +42,8 @@ declare
     lane text;
     walk_stream text;
     walk_version bigint;
-    last_stream text;
-    last_version bigint;
-    chunk_size integer;
-    chunk_rows bigint;
     returned integer := 0;
-    found streamseal._redelivery_row[];
+    found integer;
 begin
     if select_forwarded_copies.requester is null or select_forwarded_copies.requester !~ '^[a-z][a-z0-9-]{0,62}$' then
         raise exception 'select_forwarded_copies: requester % is invalid: expected a service name [a-z][a-z0-9-]{0,62}',
@@ -84,40 +80,14 @@ begin
     end if;
     while lane is not null and returned < page loop
         if lane <> self and lane <> select_forwarded_copies.requester then
-            chunk_size := page;
-            loop
-                with chunk as materialized (
-                    select w.* from streamseal._stream_walk(lane, walk_stream, walk_version, chunk_size) w
-                ), picked as (
-                    select c.event_id, c.origin_seq, c.type_seq, c.tenant, c.stream_id, c.stream_version, c.event_type,
-                           c.flags, c.payload, c.metadata, c.occurred_at
-                    from chunk c
-                    where c.origin_seq is not null
-                      -- No ephemeral event (bit 1); an at-most-once occurrence (bit 2) only of an
-                      -- opted-in type. flags holds bits 1, 2 and 4 only.
-                      and (c.flags in (0, 4)
-                           or (c.flags in (2, 6) and c.event_type = any (select_forwarded_copies.at_most_once_types)))
-                      and c.event_type = any (select_forwarded_copies.event_types)
-                      and streamseal._granted(select_forwarded_copies.requester, c.tenant, c.event_type)
-                    order by c.stream_id, c.stream_version
-                    limit page - returned
-                )
-                select pg_catalog.array_agg(p order by p.stream_id, p.stream_version),
-                       (select pg_catalog.count(*) from chunk),
-                       (select k.stream_id from chunk k order by k.stream_id desc, k.stream_version desc limit 1),
-                       (select k.stream_version from chunk k order by k.stream_id desc, k.stream_version desc limit 1)
-                into found, chunk_rows, last_stream, last_version
-                from picked p;
-
-                if found is not null then
-                    return query select lane, f.* from pg_catalog.unnest(found) f;
-                    returned := returned + pg_catalog.cardinality(found);
-                end if;
-                exit when returned >= page or chunk_rows < chunk_size;
-                walk_stream := last_stream;
-                walk_version := last_version;
-                chunk_size := least(chunk_size * 2, 16 * page);
-            end loop;
+            -- No ephemeral event (a backfill ships none), at-most-once occurrences only of an
+            -- opted-in type, and only what requester is granted here.
+            return query
+            select lane, w.* from streamseal._redelivery_walk(lane, walk_stream, walk_version, page - returned,
+                select_forwarded_copies.event_types, grants_of => select_forwarded_copies.requester, state_only => true,
+                at_most_once_types => select_forwarded_copies.at_most_once_types) w;
+            get diagnostics found = row_count;
+            returned := returned + found;
         end if;
         exit when returned >= page;
         -- The next lane held (a loose index walk: one probe per origin, not a scan of the store).

@@ -34,6 +34,7 @@
 {{ template "grants.sql" . }}
 {{ template "subscriptions.sql" . }}
 {{ template "redelivery.sql" . }}
+{{ template "redelivery_walk.sql" . }}
 {{ template "backfill_answers.sql" . }}
 {{ template "destruction_holds.sql" . }}
 {{ template "checkpoints.sql" . }}

@@ -174,14 +174,6 @@ declare
     page integer;
     window_size bigint;
     requested numeric;
-    chunk_size integer;
-    walk_stream text;
-    walk_version bigint;
-    last_stream text;
-    last_version bigint;
-    chunk_rows bigint;
-    returned integer := 0;
-    found streamseal._redelivery_row[];
     all_granted boolean := false;
 begin
     -- GUARD: a requester receives only the (tenant, type) pairs it is granted (invariant 11). A
@@ -363,13 +355,8 @@ begin
         return;
     end if;
 
-    -- A wide window walks the (origin, stream_id, stream_version) index from the cursor in
-    -- chunks and filters each chunk: every row of the lane is read at most once over all the
-    -- pages of a request, whatever the planner believes about the filters. (Left to the planner,
-    -- a table whose statistics predate a bulk load got a scan of the whole window and a sort for
-    -- every page: 70 ms a page at 100k rows, O(window x pages).)
-    walk_stream := select_redelivery.after_stream;
-    walk_version := select_redelivery.after_version;
+    -- A wide window is walked in stream order from the cursor, each row of the lane read at most
+    -- once over all the pages of a request (_redelivery_walk, redelivery_walk.sql).
     -- When every requested (tenant, type) pair is granted (a named-tenant request always is: the
     -- pump refuses one that is not), the walk checks no grant per row: a backfill's page spent
     -- 40% of its time in a grant lookup per event. Decided once for up to 1000 pairs; beyond, or
@@ -380,44 +367,13 @@ begin
             select from pg_catalog.unnest(select_redelivery.tenants) t(tenant)
             cross join pg_catalog.unnest(select_redelivery.event_types) y(event_type)
             where not streamseal._granted(select_redelivery.requester, t.tenant, y.event_type));
-    -- Start with one page's worth; double while the filters let little through.
-    chunk_size := page;
-    loop
-        with chunk as materialized (
-            select w.* from streamseal._stream_walk(self, walk_stream, walk_version, chunk_size) w
-        ), picked as (
-            select c.event_id, c.origin_seq, c.type_seq, c.tenant, c.stream_id, c.stream_version, c.event_type,
-                   c.flags, c.payload, c.metadata, c.occurred_at
-            from chunk c
-            where c.origin_seq is not null
-              and (c.flags in (0, 1, 4, 5) or (c.flags in (2, 6) and c.event_type = any (amo_types)))
-              and not (select_redelivery.state_only and c.flags in (1, 5)) -- a backfill ships no ephemeral event
-              and c.tenant = any (select_redelivery.tenants)
-              and c.event_type = any (select_redelivery.event_types)
-              and (select_redelivery.requester is null or all_granted
-                   or streamseal._granted(select_redelivery.requester, c.tenant, c.event_type))
-              and (select_redelivery.from_seq is null or c.origin_seq >= select_redelivery.from_seq)
-              and (select_redelivery.to_seq is null or c.origin_seq < select_redelivery.to_seq)
-              and (select_redelivery.type_seq_ranges is null or select_redelivery.type_seq_ranges @> c.type_seq)
-            order by c.stream_id, c.stream_version
-            limit page - returned
-        )
-        select pg_catalog.array_agg(p order by p.stream_id, p.stream_version),
-               (select pg_catalog.count(*) from chunk),
-               (select k.stream_id from chunk k order by k.stream_id desc, k.stream_version desc limit 1),
-               (select k.stream_version from chunk k order by k.stream_id desc, k.stream_version desc limit 1)
-        into found, chunk_rows, last_stream, last_version
-        from picked p;
-
-        if found is not null then
-            return query select f.* from pg_catalog.unnest(found) f;
-            returned := returned + pg_catalog.cardinality(found);
-        end if;
-        exit when returned >= page or chunk_rows < chunk_size;
-        walk_stream := last_stream;
-        walk_version := last_version;
-        chunk_size := least(chunk_size * 2, 16 * page);
-    end loop;
+    return query
+    select w.* from streamseal._redelivery_walk(self, select_redelivery.after_stream, select_redelivery.after_version, page,
+        select_redelivery.event_types, select_redelivery.tenants,
+        grants_of => case when not all_granted then select_redelivery.requester end,
+        state_only => select_redelivery.state_only, at_most_once_types => amo_types,
+        from_seq => select_redelivery.from_seq, to_seq => select_redelivery.to_seq,
+        type_seq_ranges => select_redelivery.type_seq_ranges) w;
 end
 $$;
 
