@@ -355,9 +355,15 @@ begin
     where c.projection = (_projection_rebuild_stream.h).name and c.origin = _projection_rebuild_stream.origin
       and c.tenant = _projection_rebuild_stream.tenant and c.stream_id = _projection_rebuild_stream.stream_id;
     for e in
-        select x.event_id, x.origin, x.origin_seq, x.type_seq, x.tenant, x.stream_id, x.stream_version, x.event_type,
+        select x.event_id, x.origin, coalesce(x.origin_seq, n.origin_seq) as origin_seq,
+               coalesce(x.type_seq, n.type_seq) as type_seq, x.tenant, x.stream_id, x.stream_version, x.event_type,
                x.flags, x.payload, x.metadata, x.occurred_at, x.stored_at
         from streamseal.events x
+        -- An own event's numbers live in own_numbers (none yet while unstamped): a fenced probe
+        -- by event_id, so the planner's guess about own_numbers never chooses the plan.
+        left join lateral (
+            select o.origin_seq, o.type_seq from streamseal.own_numbers o where o.event_id = x.event_id offset 0
+        ) n on x.origin_seq is null
         where x.origin = _projection_rebuild_stream.origin and x.stream_id = _projection_rebuild_stream.stream_id
           and x.tenant = _projection_rebuild_stream.tenant
           and x.event_type = any ((_projection_rebuild_stream.h).event_types)
