@@ -18,9 +18,12 @@ set search_path = pg_catalog, pg_temp
 -- No JIT on the write path: compiling took ~60 ms a statement whenever a cached plan's
 -- estimate (a transition table sized by an earlier bulk statement) crossed jit_above_cost.
 set jit = off
--- Custom plans always: a generic plan for these range predicates may pick a sequential scan
--- that costs the whole store (measured: an idle close_epochs went from 0.3 ms to 31 ms at 300k rows).
-set plan_cache_mode = force_custom_plan
+-- Plans kept for the session (issue 20): planning every statement was about half the cost of
+-- a small batch (50 events: the relay's round). stamp() has no range predicate a generic plan
+-- could misjudge (it reads the queue by its key and events by event_id), and stating the mode
+-- here keeps a caller that forces custom plans (relay_page) from passing that on to stamp() and
+-- the fold it calls.
+set plan_cache_mode = auto
 as $$
 declare
     self text := streamseal.service_name();
