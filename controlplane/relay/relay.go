@@ -203,7 +203,7 @@ func (r *Relay) relay(ctx context.Context, conn *pgx.Conn, pending chan<- batch)
 				if err != nil {
 					return err
 				}
-				b.trace = RoundTrace{Through: page.Events[n-1].OriginSeq, Events: n, Stamped: page.Stamped,
+				b.trace = RoundTrace{Through: page.Events[n-1].OriginSeq, Events: n, Stamped: page.Stamped, Stamping: stamp > 0,
 					Began: began, Read: read, Published: time.Now()}
 				select {
 				case pending <- b:
@@ -263,10 +263,13 @@ type batch struct {
 // RoundTrace is one published page's timeline, for OnRound: when the round's statement was
 // sent (after a wake-up, or straight after the previous round), when its page was read (the
 // stamp, when it stamped, included), when every event was handed to JetStream, when the last
-// acknowledgement arrived, and when the cursor recorded it.
+// acknowledgement arrived, and when the cursor recorded it. Stamping says whether the round's
+// statement was to number what had committed (false: a busy round, the stamper numbers), Stamped
+// how many it numbered.
 type RoundTrace struct {
 	Through                                 int64 // the page's last origin_seq
 	Events, Stamped                         int
+	Stamping                                bool
 	Began, Read, Published, Acked, Recorded time.Time
 }
 
