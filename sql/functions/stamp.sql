@@ -20,7 +20,7 @@ set search_path = pg_catalog, pg_temp
 set jit = off
 -- Plans kept for the session (issue 20): planning every statement was about half the cost of
 -- a small batch (50 events: the relay's round). stamp() has no range predicate a generic plan
--- could misjudge (it reads the queue by its key and events by event_id), and stating the mode
+-- could misjudge (it reads the queue by its key and events by event_id, fenced), and stating the mode
 -- here keeps a caller that forces custom plans (relay_page) from passing that on to stamp() and
 -- the fold it calls.
 set plan_cache_mode = auto
