@@ -35,6 +35,10 @@ var benchmarks = []struct {
 		_, err := bench.Repair(ctx, benchDatabases(server), pick(quick, bench.QuickRepair, bench.FullRepair), out)
 		return err
 	}},
+	{"relay", "the relay-lag phase of repair alone: streamseal's relay against the outbox relay, alternating pairs, lag by stage", func(ctx context.Context, server *scratchdb.Server, quick bool, out io.Writer) error {
+		_, err := bench.Relay(ctx, benchDatabases(server), pick(quick, bench.QuickRepair, bench.FullRepair), out)
+		return err
+	}},
 	{"detect", "gap detection latency in checkpoint intervals; checkpoint cost as the store grows", func(ctx context.Context, server *scratchdb.Server, quick bool, out io.Writer) error {
 		return bench.Detect(ctx, benchDatabases(server), pick(quick, bench.QuickDetect, bench.FullDetect), out)
 	}},

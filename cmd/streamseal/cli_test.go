@@ -165,10 +165,10 @@ func TestUsageErrorsNameTheFlag(t *testing.T) {
 			`streamseal: unknown command "frobnicate"`,
 		}},
 		{name: "BenchNeedsABenchmark", args: []string{"bench", "--quick"}, lines: []string{
-			"streamseal bench: a benchmark name is required: expected write, epochs, repair, detect, audit, tenants, tenant-checkpoints, feed, projections or backfill",
+			"streamseal bench: a benchmark name is required: expected write, epochs, repair, relay, detect, audit, tenants, tenant-checkpoints, feed, projections or backfill",
 		}},
 		{name: "UnknownBenchmark", args: []string{"bench", "fast"}, lines: []string{
-			`streamseal bench: unknown benchmark "fast": expected write, epochs, repair, detect, audit, tenants, tenant-checkpoints, feed, projections or backfill`,
+			`streamseal bench: unknown benchmark "fast": expected write, epochs, repair, relay, detect, audit, tenants, tenant-checkpoints, feed, projections or backfill`,
 		}},
 	}
 	for _, tt := range tests {

@@ -55,7 +55,10 @@ type Relay struct {
 	// OnPublished, when set, observes each acknowledged batch (its last origin_seq), once the
 	// cursor records it.
 	OnPublished func(through int64)
-	Metrics     *metrics.Instruments // nil: not measured
+	// OnRound, when set, observes each published page's timeline once its cursor is recorded
+	// (benchmarks break the relay lag into stages with it).
+	OnRound func(RoundTrace)
+	Metrics *metrics.Instruments // nil: not measured
 
 	stamping atomic.Bool
 }
@@ -186,10 +189,12 @@ func (r *Relay) relay(ctx context.Context, conn *pgx.Conn, pending chan<- batch)
 			stamp = 0
 		}
 		for {
+			began := time.Now()
 			page, err := store.RelayPage(ctx, conn, position, r.Batch, stamp)
 			if err != nil {
 				return err
 			}
+			read := time.Now()
 			if page.Stamped > 0 {
 				r.Metrics.Stamped(page.OldestWait)
 			}
@@ -198,6 +203,8 @@ func (r *Relay) relay(ctx context.Context, conn *pgx.Conn, pending chan<- batch)
 				if err != nil {
 					return err
 				}
+				b.trace = RoundTrace{Through: page.Events[n-1].OriginSeq, Events: n, Stamped: page.Stamped, Stamping: stamp > 0,
+					Began: began, Read: read, Published: time.Now()}
 				select {
 				case pending <- b:
 				case <-ctx.Done():
@@ -250,6 +257,20 @@ type batch struct {
 	events  []store.EventCopy
 	futures []jetstream.PubAckFuture
 	refused []error // a permanent refusal at publish time
+	trace   RoundTrace
+}
+
+// RoundTrace is one published page's timeline, for OnRound: when the round's statement was
+// sent (after a wake-up, or straight after the previous round), when its page was read (the
+// stamp, when it stamped, included), when every event was handed to JetStream, when the last
+// acknowledgement arrived, and when the cursor recorded it. Stamping says whether the round's
+// statement was to number what had committed (false: a busy round, the stamper numbers), Stamped
+// how many it numbered.
+type RoundTrace struct {
+	Through                                 int64 // the page's last origin_seq
+	Events, Stamped                         int
+	Stamping                                bool
+	Began, Read, Published, Acked, Recorded time.Time
 }
 
 // publish hands every event of a page to JetStream without waiting for the acknowledgements.
@@ -362,6 +383,7 @@ func (r *Relay) confirmBatch(ctx context.Context, b batch) error {
 		}
 		acked = b.events[i].OriginSeq
 	}
+	b.trace.Acked = time.Now()
 	if acked > 0 {
 		// The cursor's update also reads the acknowledged event's age: the relay lag, in the
 		// database's clock, at work already done.
@@ -374,6 +396,10 @@ func (r *Relay) confirmBatch(ctx context.Context, b batch) error {
 		}
 		if r.OnPublished != nil {
 			r.OnPublished(acked)
+		}
+		if r.OnRound != nil && failed == nil {
+			b.trace.Recorded = time.Now()
+			r.OnRound(b.trace)
 		}
 	}
 	return failed

@@ -15,6 +15,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/streamseal/streamseal/controlplane/relay"
+	"github.com/streamseal/streamseal/controlplane/stamper"
 	"github.com/streamseal/streamseal/controlplane/store"
 	"github.com/streamseal/streamseal/controlplane/wire"
 	"github.com/streamseal/streamseal/internal/dbtest"
@@ -289,6 +290,116 @@ func TestRelay(t *testing.T) {
 		}
 		if n := b.nats.Count(t, wire.EventsStream, ownSubjects); n != 10 {
 			t.Fatalf("the stream holds %d events, want 10", n)
+		}
+	})
+
+	// Invariants 7 and 1 across the hand-off between the relay and the node's standalone stamper
+	// (stamper.Loop.Yield = Relay.Stamping): quiet, the relay numbers what commits; a full page
+	// makes it busy and it hands the numbering to the stamper, which numbers what commits while
+	// the relay only reads; the first round that ends with nothing received takes the numbering
+	// back. Nothing is numbered twice or skipped, and the wire carries 1..9 once each, in order.
+	// The relay is held busy without timing: with one batch in flight, its cursor write waits on
+	// a row lock this test holds, so its third page cannot be handed on.
+	t.Run("HandsNumberingToTheStamperWhenBusyAndTakesItBack", func(t *testing.T) {
+		t.Parallel()
+		r, b := setup(t)
+		r.Batch, r.InFlight, r.PollInterval = 2, 1, time.Hour
+		recorded := b.nats.Record(t, wire.EventsStream, ownSubjects)
+		var mu sync.Mutex
+		var rounds []relay.RoundTrace
+		r.OnRound = func(rt relay.RoundTrace) {
+			mu.Lock()
+			rounds = append(rounds, rt)
+			mu.Unlock()
+		}
+		roundThrough := func(seq int64) relay.RoundTrace {
+			mu.Lock()
+			defer mu.Unlock()
+			for _, rt := range rounds {
+				if rt.Through >= seq {
+					return rt
+				}
+			}
+			t.Fatalf("no round published origin_seq %d (rounds %+v)", seq, rounds)
+			return relay.RoundTrace{}
+		}
+		stampedByLoop := make(chan int, 16)
+		loop := &stamper.Loop{Pool: b.pool, PollInterval: time.Hour, Coalesce: -1, Logger: r.Logger, Yield: r.Stamping,
+			OnStamp: func(s store.StampResult) { stampedByLoop <- s.Stamped }}
+		testrun.Go(t, "relay", r.Run)
+		testrun.Go(t, "stamper", loop.Run)
+		testrun.WaitFor(t, "the relay leading and stamping", r.Stamping)
+
+		// Quiet: the relay numbers the commit itself.
+		appendEvents(t, b.pool, "s", 0, 1)
+		b.published.await(t, 1)
+		if rt := roundThrough(1); !rt.Stamping || rt.Stamped != 1 {
+			t.Fatalf("the quiet commit's round: stamping %v, stamped %d; want the relay numbering it (true, 1)", rt.Stamping, rt.Stamped)
+		}
+
+		// Busy: six events in one commit fill three pages of two. The cursor write of the first
+		// page waits on our lock, so the relay stays busy (it cannot hand on its third page).
+		lock, err := b.pool.Begin(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer lock.Rollback(ctx)
+		if _, err := lock.Exec(ctx, "select from streamseal.relay_state for update"); err != nil {
+			t.Fatal(err)
+		}
+		appendEvents(t, b.pool, "s", 1, 6)
+		testrun.WaitFor(t, "the relay stamping origin_seq 2..7 and going busy", func() bool {
+			var last int64
+			if err := b.pool.QueryRow(ctx, "select last_origin_seq from streamseal.stamp_state").Scan(&last); err != nil {
+				t.Error(err)
+				return true
+			}
+			return last == 7 && !r.Stamping()
+		})
+		// Busy, the stamper numbers what commits.
+		appendEvents(t, b.pool, "s", 7, 1)
+		if n := testrun.Receive(t, "the stamper numbering the commit made while the relay is busy", stampedByLoop); n != 1 {
+			t.Fatalf("the stamper numbered %d events, want 1 (origin_seq 8)", n)
+		}
+		if err := lock.Rollback(ctx); err != nil {
+			t.Fatal(err)
+		}
+		b.published.await(t, 8)
+		if rt := roundThrough(6); rt.Stamping {
+			t.Fatalf("the round that published origin_seq 6 was a stamping round: the relay did not hand over on a full page")
+		}
+
+		// Quiet again: the relay takes the numbering back and numbers the next commit itself.
+		testrun.WaitFor(t, "the relay taking the numbering back", r.Stamping)
+		appendEvents(t, b.pool, "s", 8, 1)
+		b.published.await(t, 9)
+		if rt := roundThrough(9); !rt.Stamping || rt.Stamped != 1 {
+			t.Fatalf("the commit after the burst: its round stamping %v, stamped %d; want the relay numbering it (true, 1)", rt.Stamping, rt.Stamped)
+		}
+		select {
+		case n := <-stampedByLoop:
+			t.Fatalf("the stamper numbered %d more events beside the relay", n)
+		default:
+		}
+
+		// Each number once, none skipped, on the wire once each and in order.
+		lane := ownLane(t, b.pool)
+		if len(lane) != 9 {
+			t.Fatalf("%d own events numbered, want 9", len(lane))
+		}
+		for i, e := range lane {
+			if e.OriginSeq != int64(i+1) {
+				t.Fatalf("own event %d holds origin_seq %d, want %d (dense, none twice)", i, e.OriginSeq, i+1)
+			}
+		}
+		msgs := recorded.AwaitCount(t, "9 events on the wire", 9)
+		for i, m := range msgs {
+			if seq := m.Header.Get("Streamseal-Origin-Seq"); seq != strconv.Itoa(i+1) || m.Header.Get("Streamseal-Event-Id") != lane[i].EventID.String() {
+				t.Fatalf("message %d carries origin_seq %s (%s), want %d (%s)", i, seq, m.Header.Get("Streamseal-Event-Id"), i+1, lane[i].EventID)
+			}
+		}
+		if n := b.nats.Count(t, wire.EventsStream, ownSubjects); n != 9 {
+			t.Fatalf("the stream holds %d events, want 9", n)
 		}
 	})
 

@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/streamseal/streamseal/controlplane/natsauth"
 	"github.com/streamseal/streamseal/controlplane/redelivery"
+	"github.com/streamseal/streamseal/controlplane/relay"
 	"github.com/streamseal/streamseal/controlplane/wire"
 	"github.com/streamseal/streamseal/internal/harness"
 )
@@ -42,7 +44,10 @@ type RepairResult struct {
 	// runs without security.
 	RawEventsPerSecond, RepairRatio float64
 	WireRatio                       float64 // control bytes received by the consumer / payload bytes re-delivered
-	RelayP50, RelayP99              time.Duration
+	// RelayP50 and RelayP99 are streamseal's relay lag, append commit -> JetStream ack of the
+	// event, as the raw relays' are measured; RelayRecordedP99 adds the relay's cursor write
+	// after the ack (what the lag was measured to before issue 20's breakdown).
+	RelayP50, RelayP99, RelayRecordedP99 time.Duration
 	// RawRelayP50 and RawRelayP99 are the raw outbox relay's (RawPipeline.OutboxRelay: it learns
 	// of each commit from the database, LISTEN/NOTIFY and a select, as streamseal's relay does)
 	// at the same offered rate; RelayP99Ratio is RelayP99 over RawRelayP99 (target <= 2).
@@ -100,9 +105,9 @@ func Repair(ctx context.Context, newDB harness.NewDatabase, opts RepairOptions, 
 		r.RepairRatio, len(repairRatios), r.RelayP99Ratio)
 	fmt.Fprintf(out, "security: redelivery with NATS authorization (generated permissions) and TLS with client certificates: %.0f events/s, %.3f of off, median of %d pairs (target >= 0.9)\n",
 		r.SecuredEventsPerSecond, r.SecurityRatio, SecurityPairs)
-	fmt.Fprintf(out, "RESULT repair events_per_s=%.0f repair_ratio=%.3f wire_ratio=%.3f relay_p99_ms=%.2f relay_p99_ratio=%.3f busy=%d raw_events_per_s=%.0f raw_relay_p99_ms=%.2f relay_p50_ms=%.2f raw_handoff_p99_ms=%.2f handoff_p99_ratio=%.3f secured_events_per_s=%.0f security_ratio=%.3f\n",
+	fmt.Fprintf(out, "RESULT repair events_per_s=%.0f repair_ratio=%.3f wire_ratio=%.3f relay_p99_ms=%.2f relay_p99_ratio=%.3f busy=%d raw_events_per_s=%.0f raw_relay_p99_ms=%.2f relay_p50_ms=%.2f raw_handoff_p99_ms=%.2f handoff_p99_ratio=%.3f secured_events_per_s=%.0f security_ratio=%.3f relay_recorded_p99_ms=%.2f\n",
 		r.EventsPerSecond, r.RepairRatio, r.WireRatio, ms64(r.RelayP99), r.RelayP99Ratio, load.End(), r.RawEventsPerSecond, ms64(r.RawRelayP99),
-		ms64(r.RelayP50), ms64(r.RawHandoffP99), r.HandoffP99Ratio, r.SecuredEventsPerSecond, r.SecurityRatio)
+		ms64(r.RelayP50), ms64(r.RawHandoffP99), r.HandoffP99Ratio, r.SecuredEventsPerSecond, r.SecurityRatio, ms64(r.RelayRecordedP99))
 	return r, nil
 }
 
@@ -136,16 +141,9 @@ func repairRun(ctx context.Context, newDB harness.NewDatabase, opts RepairOption
 	}
 	defer h.Close()
 	types := []string{"bench.a", "bench.b", "bench.c", "bench.d"}
-	var relayMu sync.Mutex
-	var published []publishMark
+	rounds := &relayRounds{}
 	orders, err := h.Start(ctx, "orders", harness.Options{Grants: map[string][]string{"billing": types},
-		Limits: redelivery.Limits{MaxEventsPerRequest: opts.Missing}}, func(s *harness.Service) {
-		s.Relay.OnPublished = func(through int64) {
-			relayMu.Lock()
-			published = append(published, publishMark{through, time.Now()})
-			relayMu.Unlock()
-		}
-	})
+		Limits: redelivery.Limits{MaxEventsPerRequest: opts.Missing}}, rounds.observe)
 	if err != nil {
 		return r, err
 	}
@@ -239,13 +237,11 @@ func repairRun(ctx context.Context, newDB harness.NewDatabase, opts RepairOption
 	}
 	fmt.Fprintf(out, "wire: %d control bytes for %d payload bytes: ratio %.3f (target <= 2)\n", wireBytes.Load(), payloadBytes, r.WireRatio)
 
-	lags, err := relayLags(ctx, out, orders, opts, &relayMu, &published)
+	lags, err := relayLags(ctx, out, orders, opts, rounds)
 	if err != nil {
 		return r, err
 	}
-	r.RelayP50, r.RelayP99 = quantiles(lags)
-	fmt.Fprintf(out, "relay lag (append commit -> JetStream ack) at %d events/s: p50 %s, p99 %s over %d events\n",
-		opts.RelayRate, r.RelayP50.Round(100*time.Microsecond), r.RelayP99.Round(100*time.Microsecond), len(lags))
+	r.RelayP50, r.RelayP99, r.RelayRecordedP99 = lags.p50, lags.p99, lags.recordedP99
 	rawLags, err := raw.OutboxRelay(ctx, out, "orders", opts)
 	if err != nil {
 		return r, err
@@ -340,14 +336,44 @@ func steadyAppend(ctx context.Context, out io.Writer, phase string, opts RepairO
 	return batches, nil
 }
 
-type publishMark struct {
-	through int64
-	at      time.Time
+// relayRounds collects the relay's published pages (relay.Relay.OnRound).
+type relayRounds struct {
+	mu     sync.Mutex
+	traces []relay.RoundTrace
 }
 
-// relayLags appends at a steady rate (10 ms ticks) and returns, per event, the time from its
-// append committing to the relay's acknowledged publish of it, sorted.
-func relayLags(ctx context.Context, out io.Writer, orders *harness.Service, opts RepairOptions, mu *sync.Mutex, published *[]publishMark) ([]time.Duration, error) {
+// observe is the harness's hook on the origin service: it traces that service's relay.
+func (rr *relayRounds) observe(s *harness.Service) {
+	s.Relay.OnRound = func(t relay.RoundTrace) {
+		rr.mu.Lock()
+		rr.traces = append(rr.traces, t)
+		rr.mu.Unlock()
+	}
+}
+
+// relayLagResult is one relay-lag phase of streamseal's relay.
+type relayLagResult struct {
+	p50, p99, recordedP99 time.Duration
+}
+
+// relayStages names the relay lag's stages, in order, for the breakdown line.
+var relayStages = []string{"commit->round", "round (stamp+read)", "publish", "ack", "cursor"}
+
+// relayLags appends at a steady rate (10 ms ticks) and measures, per event, the time from its
+// append committing to JetStream's acknowledgement of it (and to the relay's cursor recording
+// it), and prints both and the breakdown by stage of the round that published it: from the
+// commit to the start of that round's statement (the wake-up, or the previous round still
+// running), the statement (stamp and read), handing the page to JetStream, the
+// acknowledgements, the cursor write.
+func relayLags(ctx context.Context, out io.Writer, orders *harness.Service, opts RepairOptions, rounds *relayRounds) (relayLagResult, error) {
+	var res relayLagResult
+	rounds.mu.Lock()
+	rounds.traces = rounds.traces[:0]
+	rounds.mu.Unlock()
+	var base int64
+	if err := orders.Pool.QueryRow(ctx, "select last_origin_seq from streamseal.stamp_state").Scan(&base); err != nil {
+		return res, err
+	}
 	batches, err := steadyAppend(ctx, out, "relay", opts, func(ctx context.Context, ids []string) error {
 		_, err := orders.Pool.Exec(ctx, `
 			select streamseal.append(array(
@@ -356,38 +382,60 @@ func relayLags(ctx context.Context, out io.Writer, orders *harness.Service, opts
 		return err
 	})
 	if err != nil {
-		return nil, err
+		return res, err
 	}
 	perTick := batches[0].n
 	total := len(batches) * perTick
-	base := int64(opts.Missing)
 	if err := waitUntil(ctx, func() (bool, error) {
-		mu.Lock()
-		defer mu.Unlock()
-		return len(*published) > 0 && (*published)[len(*published)-1].through >= base+int64(total), nil
+		rounds.mu.Lock()
+		defer rounds.mu.Unlock()
+		return len(rounds.traces) > 0 && rounds.traces[len(rounds.traces)-1].Through >= base+int64(total), nil
 	}); err != nil {
-		return nil, err
+		return res, err
 	}
 	// Events are numbered in commit order, and batches committed in order: batch i holds
 	// origin_seqs base + i*perTick + 1 .. base + (i+1)*perTick.
-	mu.Lock()
-	marks := slices.Clone(*published)
-	mu.Unlock()
-	var lags []time.Duration
+	rounds.mu.Lock()
+	traces := slices.Clone(rounds.traces)
+	rounds.mu.Unlock()
+	var lags, recorded []time.Duration
+	stages := make([][]time.Duration, len(relayStages))
+	stamping := 0
 	for i, b := range batches {
 		last := base + int64((i+1)*perTick)
-		j, _ := slices.BinarySearchFunc(marks, last, func(m publishMark, seq int64) int {
-			if m.through < seq {
+		j, _ := slices.BinarySearchFunc(traces, last, func(t relay.RoundTrace, seq int64) int {
+			if t.Through < seq {
 				return -1
 			}
 			return 1
 		})
+		t := traces[j]
+		if t.Stamped > 0 {
+			stamping += b.n
+		}
 		for range b.n {
-			lags = append(lags, marks[j].at.Sub(b.at))
+			lags = append(lags, t.Acked.Sub(b.at))
+			recorded = append(recorded, t.Recorded.Sub(b.at))
+			for k, d := range []time.Duration{t.Began.Sub(b.at), t.Read.Sub(t.Began), t.Published.Sub(t.Read), t.Acked.Sub(t.Published), t.Recorded.Sub(t.Acked)} {
+				stages[k] = append(stages[k], d)
+			}
 		}
 	}
 	slices.Sort(lags)
-	return lags, nil
+	slices.Sort(recorded)
+	res.p50, res.p99 = quantiles(lags)
+	_, res.recordedP99 = quantiles(recorded)
+	fmt.Fprintf(out, "relay lag (append commit -> JetStream ack) at %d events/s: p50 %s, p99 %s over %d events; to the cursor recording it p99 %s\n",
+		opts.RelayRate, res.p50.Round(100*time.Microsecond), res.p99.Round(100*time.Microsecond), len(lags), res.recordedP99.Round(100*time.Microsecond))
+	var b strings.Builder
+	for k, name := range relayStages {
+		slices.Sort(stages[k])
+		p50, p99 := quantiles(stages[k])
+		fmt.Fprintf(&b, "; %s p50 %s p99 %s", name, p50.Round(10*time.Microsecond), p99.Round(10*time.Microsecond))
+	}
+	fmt.Fprintf(out, "relay lag by stage (per event, of the round that published it; %d rounds, %.0f%% of events in rounds that stamped)%s\n",
+		len(traces), 100*float64(stamping)/float64(total), b.String())
+	return res, nil
 }
 
 func waitUntil(ctx context.Context, done func() (bool, error)) error {

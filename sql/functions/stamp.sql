@@ -18,9 +18,12 @@ set search_path = pg_catalog, pg_temp
 -- No JIT on the write path: compiling took ~60 ms a statement whenever a cached plan's
 -- estimate (a transition table sized by an earlier bulk statement) crossed jit_above_cost.
 set jit = off
--- Custom plans always: a generic plan for these range predicates may pick a sequential scan
--- that costs the whole store (measured: an idle close_epochs went from 0.3 ms to 31 ms at 300k rows).
-set plan_cache_mode = force_custom_plan
+-- Plans kept for the session (issue 20): planning every statement was about half the cost of
+-- a small batch (50 events: the relay's round). stamp() has no range predicate a generic plan
+-- could misjudge (it reads the queue by its key and events by event_id, fenced), and stating the mode
+-- here keeps a caller that forces custom plans (relay_page) from passing that on to stamp() and
+-- the fold it calls.
+set plan_cache_mode = auto
 as $$
 declare
     self text := streamseal.service_name();
@@ -77,11 +80,18 @@ begin
            pg_catalog.array_agg(b.flags order by b.local_id),
            pg_catalog.min(b.stored_at)
     into event_ids, tenants, event_types, stream_ids, flag_values, oldest_stored
-    from (
-        select e.event_id, e.tenant, e.event_type, e.stream_id, e.flags, e.local_id, e.stored_at
+    -- Each claimed event is probed by event_id, fenced (offset 0): with origin and origin_seq in
+    -- the same predicate, a plan made while events was never analyzed walked the
+    -- (origin, origin_seq) index over every own event (all have origin_seq null since issue 16):
+    -- O(lane) per call, 20 000 rows read for a batch of 50 (issue 20).
+    from pg_catalog.unnest(queued_events) as q(event_id)
+    cross join lateral (
+        select e.event_id, e.origin, e.origin_seq, e.tenant, e.event_type, e.stream_id, e.flags, e.local_id, e.stored_at
         from streamseal.events e
-        where e.event_id = any (queued_events) and e.origin = self and e.origin_seq is null
-    ) b;
+        where e.event_id = q.event_id
+        offset 0
+    ) b
+    where b.origin = self and b.origin_seq is null;
     if event_ids is null then
         return query select 0, base_seq, null::double precision;
         return;
