@@ -312,16 +312,22 @@ func TestRelay(t *testing.T) {
 			rounds = append(rounds, rt)
 			mu.Unlock()
 		}
+		// OnRound reports a round after its cursor write, so after OnPublished: the round's trace
+		// is waited for, the publication being no witness of it.
 		roundThrough := func(seq int64) relay.RoundTrace {
-			mu.Lock()
-			defer mu.Unlock()
-			for _, rt := range rounds {
-				if rt.Through >= seq {
-					return rt
+			var found relay.RoundTrace
+			testrun.WaitFor(t, fmt.Sprintf("the trace of the round that published origin_seq %d", seq), func() bool {
+				mu.Lock()
+				defer mu.Unlock()
+				for _, rt := range rounds {
+					if rt.Through >= seq {
+						found = rt
+						return true
+					}
 				}
-			}
-			t.Fatalf("no round published origin_seq %d (rounds %+v)", seq, rounds)
-			return relay.RoundTrace{}
+				return false
+			})
+			return found
 		}
 		stampedByLoop := make(chan int, 16)
 		loop := &stamper.Loop{Pool: b.pool, PollInterval: time.Hour, Coalesce: -1, Logger: r.Logger, Yield: r.Stamping,
