@@ -27,7 +27,9 @@ func (m fakeMsg) NakWithDelay(time.Duration) error {
 	m.record("nak")
 	return nil
 }
-func (m fakeMsg) Metadata() (*jetstream.MsgMetadata, error) { return &jetstream.MsgMetadata{NumDelivered: 1}, nil }
+func (m fakeMsg) Metadata() (*jetstream.MsgMetadata, error) {
+	return &jetstream.MsgMetadata{NumDelivered: 1}, nil
+}
 func (m fakeMsg) record(what string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
