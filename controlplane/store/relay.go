@@ -24,23 +24,6 @@ func RelayLeaderTryLock(ctx context.Context, conn *pgx.Conn) (bool, error) {
 	return leader, nil
 }
 
-// RelayPending reads up to max stamped own events above the relay's cursor, in origin_seq
-// order, walking own_numbers by its key (streamseal._own_lane_after). Everything up to stamp_state.last_origin_seq is committed (a stamp batch commits whole),
-// so no later commit can appear below what this read returns.
-func RelayPending(ctx context.Context, db Querier, max int) ([]EventCopy, error) {
-	rows, err := db.Query(ctx, `
-		select `+eventCopySQL+`
-		from streamseal._own_lane_after((select published_through from streamseal.relay_state), null, null, null, $1) e`, max)
-	if err != nil {
-		return nil, classify("read events to relay", err)
-	}
-	out, err := pgx.CollectRows(rows, eventCopyRow)
-	if err != nil {
-		return nil, classify("read events to relay", err)
-	}
-	return out, nil
-}
-
 // RelayCursorAdvance moves the relay's cursor to acked (never back) and returns how long the
 // acknowledged event waited between its store and now, in the database's clock (the relay lag);
 // ok is false when that event is not held. The event is found by its number's key in own_numbers,

@@ -43,12 +43,8 @@ func Relay(ctx context.Context, newDB harness.NewDatabase, opts RepairOptions, o
 	if err != nil {
 		return r, err
 	}
-	if _, err := orders.Pool.Exec(ctx, `
-		select streamseal.append(array(
-			select row(gen_random_uuid(), 'acme', 's' || (i % 2000), i / 2000 + 1, 'bench.' || chr(97 + i % 4), 0,
-			           convert_to('{"n":' || i || ',"pad":"' || repeat('x', $2 - 20) || '"}', 'UTF8'), null, null)::streamseal.new_event
-			from generate_series(0, $1 - 1) i))`, opts.Missing, opts.PayloadBytes); err != nil {
-		return r, fmt.Errorf("generate history: %w", err)
+	if err := appendHistory(ctx, orders.Pool, opts.Missing, opts.PayloadBytes); err != nil {
+		return r, err
 	}
 	if err := waitUntil(ctx, func() (bool, error) {
 		var through int64

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -162,12 +163,8 @@ func repairRun(ctx context.Context, newDB harness.NewDatabase, opts RepairOption
 	}
 
 	// The history the consumer lacks (it subscribes to nothing, so it holds none of it).
-	if _, err := orders.Pool.Exec(ctx, `
-		select streamseal.append(array(
-			select row(gen_random_uuid(), 'acme', 's' || (i % 2000), i / 2000 + 1, 'bench.' || chr(97 + i % 4), 0,
-			           convert_to('{"n":' || i || ',"pad":"' || repeat('x', $2 - 20) || '"}', 'UTF8'), null, null)::streamseal.new_event
-			from generate_series(0, $1 - 1) i))`, opts.Missing, opts.PayloadBytes); err != nil {
-		return r, fmt.Errorf("generate history: %w", err)
+	if err := appendHistory(ctx, orders.Pool, opts.Missing, opts.PayloadBytes); err != nil {
+		return r, err
 	}
 	if err := waitUntil(ctx, func() (bool, error) {
 		var last int64
@@ -457,3 +454,16 @@ func waitUntil(ctx context.Context, done func() (bool, error)) error {
 }
 
 func ms64(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+// appendHistory appends n own events of about payloadBytes each to pool's store in one statement:
+// the history the repair and relay benchmarks start from (acme, 2000 streams, 4 types).
+func appendHistory(ctx context.Context, pool *pgxpool.Pool, n, payloadBytes int) error {
+	if _, err := pool.Exec(ctx, `
+		select streamseal.append(array(
+			select row(gen_random_uuid(), 'acme', 's' || (i % 2000), i / 2000 + 1, 'bench.' || chr(97 + i % 4), 0,
+			           convert_to('{"n":' || i || ',"pad":"' || repeat('x', $2 - 20) || '"}', 'UTF8'), null, null)::streamseal.new_event
+			from generate_series(0, $1 - 1) i))`, n, payloadBytes); err != nil {
+		return fmt.Errorf("generate history: %w", err)
+	}
+	return nil
+}
