@@ -8,37 +8,21 @@ begin;
 select plan(6);
 select streamseal.set_service_name('windows-unanalyzed');
 
-select count(*) from streamseal.append(array(
-    select streamseal_test.own('s' || lpad((i % 2000)::text, 4, '0'), i / 2000 + 1, 'bench.' || chr(97 + i % 4),
-                               event_id => streamseal_test.uid(i + 1))
-    from generate_series(0, 19999) i));
-select count(*) from streamseal.stamp(100000);
-
-create temp table reads (what text, numbers bigint, events bigint, rows_returned int) on commit drop;
-create function pg_temp.measure(what text, query text) returns void language plpgsql as $$
-declare
-    n0 bigint := streamseal_test.rows_read('own_numbers');
-    e0 bigint := streamseal_test.rows_read('events');
-    got int;
-begin
-    execute 'select count(*) from (' || query || ') q' into got;
-    insert into reads values (what, streamseal_test.rows_read('own_numbers') - n0,
-                              streamseal_test.rows_read('events') - e0, got);
-end
-$$;
+-- 20 000 own events over 2000 streams (10 each), four types, numbered.
+select streamseal_test.own_history(20000);
 
 -- A checkpoint of the last 500 numbers.
 update streamseal.checkpoint_state set published_through = 19500;
 update streamseal.relay_state set published_through = 20000;
-select pg_temp.measure('checkpoint', $q$ select * from streamseal.next_checkpoint() $q$);
+select streamseal_test.measure('checkpoint', $q$ select * from streamseal.next_checkpoint() $q$);
 -- Type digests and stream digests of a 500-number window.
-select pg_temp.measure('type_digests', $q$ select * from streamseal.type_digests('windows-unanalyzed', 19501, 20001) $q$);
-select pg_temp.measure('stream_digests', $q$ select * from streamseal.stream_digests_page('windows-unanalyzed',
+select streamseal_test.measure('type_digests', $q$ select * from streamseal.type_digests('windows-unanalyzed', 19501, 20001) $q$);
+select streamseal_test.measure('stream_digests', $q$ select * from streamseal.stream_digests_page('windows-unanalyzed',
     array['bench.a','bench.b','bench.c','bench.d'], 19501, 20001, null, 1000) $q$);
 -- One fold of a 500-number range.
-select pg_temp.measure('fold', $q$ select * from streamseal._epoch_fold('windows-unanalyzed', 10001, 10501) $q$);
+select streamseal_test.measure('fold', $q$ select * from streamseal._epoch_fold('windows-unanalyzed', 10001, 10501) $q$);
 -- What a window request cannot serve.
-select pg_temp.measure('unservable', $q$ select * from streamseal.redelivery_unservable(array['t1'],
+select streamseal_test.measure('unservable', $q$ select * from streamseal.redelivery_unservable(array['t1'],
     array['bench.a'], 10001, 10501) $q$);
 
 select results_eq($$ select what, rows_returned from reads order by what $$,

@@ -7,12 +7,7 @@ select plan(4);
 select streamseal.set_service_name('reap-unanalyzed');
 
 -- Every 1000th event ephemeral (flag 1): 20 of them.
-select count(*) from streamseal.append(array(
-    select streamseal_test.own('s' || lpad((i % 2000)::text, 4, '0'), i / 2000 + 1, 'bench.' || chr(97 + i % 4),
-                               flags => case when i % 1000 = 0 then 1 else 0 end,
-                               event_id => streamseal_test.uid(i + 1))
-    from generate_series(0, 19999) i));
-select count(*) from streamseal.stamp(100000);
+select streamseal_test.own_history(20000, ephemeral_every => 1000);
 update streamseal.checkpoint_state set published_through = 20001;
 -- Stored an hour ago, so past the reaper's grace.
 update streamseal.events set stored_at = now() - interval '1 hour' where flags = 1;

@@ -8,43 +8,26 @@ begin;
 select plan(9);
 select streamseal.set_service_name('redeliver-unanalyzed');
 
--- 20 000 own events over 2000 streams (10 each), four types.
-select count(*) from streamseal.append(array(
-    select streamseal_test.own('s' || lpad((i % 2000)::text, 4, '0'), i / 2000 + 1, 'bench.' || chr(97 + i % 4),
-                               event_id => streamseal_test.uid(i + 1))
-    from generate_series(0, 19999) i));
-select count(*) from streamseal.stamp(100000);
+-- 20 000 own events over 2000 streams (10 each), four types, numbered.
+select streamseal_test.own_history(20000);
 select is((select count(*)::int from streamseal.own_numbers), 20000, 'fixture: 20 000 own events numbered');
 select ok((select c.reltuples < 1000 from pg_catalog.pg_class c where c.oid = 'streamseal.own_numbers'::regclass),
     'fixture: own_numbers has no statistics of its size');
 
-create temp table reads (what text, numbers bigint, events bigint, rows_returned int) on commit drop;
-create function pg_temp.measure(what text, query text) returns void language plpgsql as $$
-declare
-    n0 bigint := streamseal_test.rows_read('own_numbers');
-    e0 bigint := streamseal_test.rows_read('events');
-    got int;
-begin
-    execute 'select count(*) from (' || query || ') q' into got;
-    insert into reads values (what, streamseal_test.rows_read('own_numbers') - n0,
-                              streamseal_test.rows_read('events') - e0, got);
-end
-$$;
-
 -- A wide window from a cursor: the (stream, version) walk.
-select pg_temp.measure('walk', $q$ select * from streamseal.select_redelivery(array['t1'],
+select streamseal_test.measure('walk', $q$ select * from streamseal.select_redelivery(array['t1'],
     array['bench.a','bench.b','bench.c','bench.d'], null, 1, 20001, null, 's1005', 5, 500, 20000) $q$);
 -- From the start.
-select pg_temp.measure('walk from start', $q$ select * from streamseal.select_redelivery(array['t1'],
+select streamseal_test.measure('walk from start', $q$ select * from streamseal.select_redelivery(array['t1'],
     array['bench.a','bench.b','bench.c','bench.d'], null, 1, 20001, null, null, null, 500, 20000) $q$);
 -- A narrow window (at most 8 pages of origin_seqs).
-select pg_temp.measure('window', $q$ select * from streamseal.select_redelivery(array['t1'],
+select streamseal_test.measure('window', $q$ select * from streamseal.select_redelivery(array['t1'],
     array['bench.a','bench.b','bench.c','bench.d'], null, 10001, 11001, null, null, null, 500, 20000) $q$);
 -- A few requested type_seqs of one type.
-select pg_temp.measure('type_seqs', $q$ select * from streamseal.select_redelivery(array['t1'],
+select streamseal_test.measure('type_seqs', $q$ select * from streamseal.select_redelivery(array['t1'],
     array['bench.b'], null, null, null, '{[100,400)}', null, null, 500, 20000) $q$);
 -- Named streams over the wide window.
-select pg_temp.measure('streams', $q$ select * from streamseal.select_redelivery(array['t1'],
+select streamseal_test.measure('streams', $q$ select * from streamseal.select_redelivery(array['t1'],
     array['bench.a','bench.b','bench.c','bench.d'], array['s0010','s0020','s0030'], 1, 20001, null, null, null, 500, 20000) $q$);
 
 select results_eq($$ select what, rows_returned from reads order by what $$,

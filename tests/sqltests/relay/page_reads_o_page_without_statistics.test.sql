@@ -7,28 +7,11 @@ begin;
 select plan(4);
 select streamseal.set_service_name('relay-unanalyzed');
 
-select count(*) from streamseal.append(array(
-    select streamseal_test.own('s' || lpad((i % 2000)::text, 4, '0'), i / 2000 + 1, 'bench.' || chr(97 + i % 4),
-                               event_id => streamseal_test.uid(i + 1))
-    from generate_series(0, 19999) i));
-select count(*) from streamseal.stamp(100000);
+-- 20 000 own events over 2000 streams (10 each), four types, numbered.
+select streamseal_test.own_history(20000);
 
-create temp table reads (what text, numbers bigint, events bigint, rows_returned int, last_seq bigint) on commit drop;
-create function pg_temp.measure(what text, query text) returns void language plpgsql as $$
-declare
-    n0 bigint := streamseal_test.rows_read('own_numbers');
-    e0 bigint := streamseal_test.rows_read('events');
-    got int;
-    last bigint;
-begin
-    execute 'select count(*), max(origin_seq) from (' || query || ') q' into got, last;
-    insert into reads values (what, streamseal_test.rows_read('own_numbers') - n0,
-                              streamseal_test.rows_read('events') - e0, got, last);
-end
-$$;
-
-select pg_temp.measure('tail', $q$ select * from streamseal.relay_page(19800, 500, 0) $q$);
-select pg_temp.measure('middle', $q$ select * from streamseal.relay_page(10000, 500, 0) $q$);
+select streamseal_test.measure('tail', $q$ select * from streamseal.relay_page(19800, 500, 0) $q$, 'origin_seq');
+select streamseal_test.measure('middle', $q$ select * from streamseal.relay_page(10000, 500, 0) $q$, 'origin_seq');
 
 select results_eq($$ select what, rows_returned, last_seq from reads order by what $$,
     $$ values ('middle', 500, 10500::bigint), ('tail', 200, 20000::bigint) $$,
