@@ -23,7 +23,8 @@ returns table (
 language plpgsql
 volatile
 set search_path = pg_catalog, pg_temp
--- As stamp(): no JIT and custom plans on the hot path.
+-- No JIT on the hot path, and custom plans for its own few statements; stamp() and
+-- _own_lane_after state their own plan modes (kept plans), so this setting does not reach them.
 set jit = off
 set plan_cache_mode = force_custom_plan
 as $$
