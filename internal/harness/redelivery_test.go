@@ -123,7 +123,12 @@ func TestRedelivery_ClampsTheRequesterMaxToTheOriginCap(t *testing.T) {
 	if sum.Shipped != 40 || !sum.Truncated {
 		t.Fatalf("summary = %+v; want 40 shipped (the origin's cap) and truncated", sum)
 	}
-	waitFor(t, "billing stored the 40", services, func() bool { return countFrom(t, billing.Pool, "orders") == 40 })
+	// The truncated answer is followed (the receiver asks for the rest as soon as it fetches the
+	// summary, issue 18), so the store never has to rest at exactly 40: the witness is the whole
+	// history, the clamped 40 and the follow-ups' rest.
+	waitFor(t, "billing stored the 40 and the rest through follow-ups", services, func() bool {
+		return countFrom(t, billing.Pool, "orders") == 100
+	})
 }
 
 // Invariant 3: a bundle whose events and payload bytes disagree is refused whole: nothing of it
