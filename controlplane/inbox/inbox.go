@@ -406,6 +406,11 @@ func (in *Inbox) store(ctx context.Context, msgs []jetstream.Msg, order *orderPr
 			handle = func() error { return in.beat(ctx, m) }
 		}
 		if err := handle(); err != nil {
+			if ctx.Err() != nil {
+				// Stopping: the caller hands the batch back at once (consume). A retry delay
+				// here would keep the events behind this message from whoever takes over.
+				return ctx.Err()
+			}
 			if wire.Permanent(err) {
 				// A checkpoint SQL refuses will be refused again: recorded and terminated, and
 				// the events behind it go on (invariant 13).
@@ -481,6 +486,9 @@ func (in *Inbox) checkpoint(ctx context.Context, m jetstream.Msg, ordered bool) 
 	}
 	// Every message before this one in the batch is committed (store), so the proof holds now.
 	if err := in.recordCheckpoints(ctx, []jetstream.Msg{m}, ordered); err != nil {
+		if ctx.Err() != nil {
+			return err // stopping, not failing
+		}
 		in.Logger.Warn("inbox: checkpoint not recorded, will be redelivered", "subject", m.Subject(), "err", err)
 		return err
 	}

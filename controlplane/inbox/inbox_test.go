@@ -489,6 +489,60 @@ func TestInbox(t *testing.T) {
 		}
 	})
 
+	// Invariant 1 without false alarms: an inbox stopped while it records a lone checkpoint hands
+	// that checkpoint and the events behind it in the batch back at once (a plain nak), as it does
+	// when stopped mid-ingest. Naked with a retry delay instead (the path for a failed recording),
+	// the events stayed away from the consumer that takes over for the delay, longer than two
+	// fast checkpoint cycles, whose checkpoints then confirmed them missing and requested a repair
+	// of events that were only held (seen: TestCheckpoint_ReplicasAndRestartsRaiseNothingFalse).
+	t.Run("StoppedWhileRecordingALoneCheckpointHandsItAndTheEventsBehindBackAtOnce", func(t *testing.T) {
+		t.Parallel()
+		in, b := setup(t)
+		in.OnCheckpoint = func(context.Context, []wire.Checkpoint, bool) error { return nil }
+		cp, err := wire.CheckpointMessage(wire.Checkpoint{Origin: "orders", IntervalS: 60,
+			At: time.Now(), From: 1, To: 1, Type: eventTypes[0], Tenants: []wire.CheckpointTenant{{Tenant: "acme"}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		publish(t, b, cp, wire.EventMessage(ordersEvent(1, 1, eventTypes[0])))
+
+		// Every acknowledgement the inbox sends, as the server receives it.
+		nc, _ := b.nats.Connect(t, "observer")
+		acks := make(chan string, 16)
+		sub, err := nc.Subscribe("$JS.ACK.>", func(m *nats.Msg) { acks <- string(m.Data) })
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer func() { _ = sub.Unsubscribe() }()
+		if err := nc.Flush(); err != nil {
+			t.Fatal(err)
+		}
+		// The checkpoint's recording waits on this lock until the inbox is stopped.
+		hold, err := b.pool.Begin(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer func() { _ = hold.Rollback(ctx) }()
+		if _, err := hold.Exec(ctx, "lock table streamseal.checkpoint_inbox in exclusive mode"); err != nil {
+			t.Fatal(err)
+		}
+		stop := testrun.Go(t, "inbox", in.Run)
+		testrun.WaitFor(t, "the checkpoint's recording waits on the lock", func() bool {
+			var waiting int
+			_ = b.pool.QueryRow(ctx, `select count(*) from pg_stat_activity
+				where wait_event_type = 'Lock' and query ~ 'insert into streamseal\.checkpoint_inbox'`).Scan(&waiting)
+			return waiting == 1
+		})
+		if err := stop(); err != nil {
+			t.Fatal(err)
+		}
+		for range 2 { // the checkpoint and the event behind it
+			if got := testrun.Receive(t, "an acknowledgement of the held batch", acks); got != "-NAK" {
+				t.Fatalf("a held message was answered %q at the stop; want a plain -NAK (no delay)", got)
+			}
+		}
+	})
+
 	// Issue 21 item 3 (checkpoints never delay live events) with invariant 1: a round over many
 	// tenants is one checkpoint message per tenant; the checkpoints that come back to back in a
 	// fetched batch are handed to the verifier as runs, not one call (one transaction) each, and
