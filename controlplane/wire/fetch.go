@@ -19,8 +19,8 @@ import (
 // messages stay pending, unseen, until AckWait (a minute) redelivers them: a minute's stall of
 // the subject and a broken order proof, seen as ack-pending deliveries with nothing redelivered
 // while the inbox had received none of them. On a long-lived subscription a late delivery is
-// still received. Only Stop discards what arrived and was not taken (redelivered after AckWait,
-// as after a crash).
+// still received. Stop hands back (naks) whatever arrived and was not taken; only a crash leaves
+// deliveries pending until AckWait.
 type Feed struct {
 	cons jetstream.Consumer
 	max  int
@@ -30,6 +30,9 @@ type Feed struct {
 	once sync.Once
 	cc   jetstream.ConsumeContext
 }
+
+// drainWait bounds how long Stop waits for the server to confirm the unsubscribe.
+const drainWait = 5 * time.Second
 
 // NewFeed starts consuming cons, keeping up to max messages requested ahead. The caller takes
 // batches with Fetch and must Stop the feed.
@@ -41,8 +44,15 @@ func NewFeed(cons jetstream.Consumer, max int) *Feed {
 func (f *Feed) start() error {
 	cc, err := f.cons.Consume(func(m jetstream.Msg) {
 		select {
+		case <-f.done: // stopping: what arrives now goes back at once (see Stop)
+			_ = m.Nak()
+			return
+		default:
+		}
+		select {
 		case f.msgs <- m:
 		case <-f.done:
+			_ = m.Nak()
 		}
 	}, jetstream.PullMaxMessages(f.max), jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
 		select {
@@ -98,12 +108,21 @@ func (f *Feed) Fetch(ctx context.Context, max int, idle time.Duration) ([]jetstr
 }
 
 // Stop ends the subscription and hands back (nak) what arrived and was not fetched, so whoever
-// takes the consumer over gets it at once instead of after AckWait.
+// takes the consumer over gets it at once instead of after AckWait. It drains rather than stops
+// the subscription: a plain stop discards what the client library already buffered and what
+// the server sends before it learns of the unsubscribe, and each such message would stay
+// pending, unseen, for the whole AckWait while the checkpoints behind it find it missing.
+// Draining hands those to the callback, which naks them once done is closed.
 func (f *Feed) Stop() {
 	f.once.Do(func() {
 		close(f.done)
 		if f.cc != nil {
-			f.cc.Stop()
+			f.cc.Drain()
+			select {
+			case <-f.cc.Closed():
+			case <-time.After(drainWait): // a server gone silent: stop waiting, AckWait returns the rest
+				f.cc.Stop()
+			}
 		}
 		for {
 			select {
