@@ -98,6 +98,50 @@ func LanesByOrigin(ctx context.Context, db Querier, origin string) ([]LaneState,
 	return out, nil
 }
 
+// LaneKey names one lane.
+type LaneKey struct{ Origin, Tenant, EventType string }
+
+// LanesPresent answers which of keys name lanes this store still holds, and which of origins
+// hold any lane at all (a lane is forgotten when no subscription covers it any more).
+func LanesPresent(ctx context.Context, db Querier, keys []LaneKey, origins []string) (present map[LaneKey]bool, holding map[string]bool, err error) {
+	n := len(keys)
+	os, tenants, types := make([]string, n), make([]string, n), make([]string, n)
+	for i, k := range keys {
+		os[i], tenants[i], types[i] = k.Origin, k.Tenant, k.EventType
+	}
+	rows, err := db.Query(ctx, `
+		select k.origin, k.tenant, k.event_type
+		from rows from (unnest($1::text[]), unnest($2::text[]), unnest($3::text[])) as k(origin, tenant, event_type)
+		where exists (select from streamseal.lanes l
+		              where l.origin = k.origin and l.tenant = k.tenant and l.event_type = k.event_type)`, os, tenants, types)
+	if err != nil {
+		return nil, nil, classify("look up lanes", err)
+	}
+	found, err := pgx.CollectRows(rows, pgx.RowToStructByPos[LaneKey])
+	if err != nil {
+		return nil, nil, classify("look up lanes", err)
+	}
+	present = map[LaneKey]bool{}
+	for _, k := range found {
+		present[k] = true
+	}
+	rows, err = db.Query(ctx, `
+		select o.origin from unnest($1::text[]) as o(origin)
+		where exists (select from streamseal.lanes l where l.origin = o.origin)`, origins)
+	if err != nil {
+		return nil, nil, classify("look up origins with lanes", err)
+	}
+	held, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, nil, classify("look up origins with lanes", err)
+	}
+	holding = map[string]bool{}
+	for _, o := range held {
+		holding[o] = true
+	}
+	return present, holding, nil
+}
+
 // LanesWithConfirmedGapsCount counts the lanes holding a confirmed, not yet repaired gap, and
 // among them those holding one since before (readiness's grace: a gap younger than it may still
 // heal within a cycle).
