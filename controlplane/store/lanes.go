@@ -109,35 +109,38 @@ func LanesPresent(ctx context.Context, db Querier, keys []LaneKey, origins []str
 	for i, k := range keys {
 		os[i], tenants[i], types[i] = k.Origin, k.Tenant, k.EventType
 	}
+	// One row per present lane (tenant and type set), one per origin holding any (both null).
 	rows, err := db.Query(ctx, `
 		select k.origin, k.tenant, k.event_type
 		from rows from (unnest($1::text[]), unnest($2::text[]), unnest($3::text[])) as k(origin, tenant, event_type)
 		where exists (select from streamseal.lanes l
-		              where l.origin = k.origin and l.tenant = k.tenant and l.event_type = k.event_type)`, os, tenants, types)
+		              where l.origin = k.origin and l.tenant = k.tenant and l.event_type = k.event_type)
+		union all
+		select o.origin, null, null
+		from unnest($4::text[]) as o(origin)
+		where exists (select from streamseal.lanes l where l.origin = o.origin)`, os, tenants, types, origins)
 	if err != nil {
 		return nil, nil, classify("look up lanes", err)
 	}
-	found, err := pgx.CollectRows(rows, pgx.RowToStructByPos[LaneKey])
+	found, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (LaneKey, error) {
+		var k LaneKey
+		var tenant, eventType *string
+		err := row.Scan(&k.Origin, &tenant, &eventType)
+		if tenant != nil && eventType != nil {
+			k.Tenant, k.EventType = *tenant, *eventType
+		}
+		return k, err
+	})
 	if err != nil {
 		return nil, nil, classify("look up lanes", err)
 	}
-	present = map[LaneKey]bool{}
+	present, holding = map[LaneKey]bool{}, map[string]bool{}
 	for _, k := range found {
-		present[k] = true
-	}
-	rows, err = db.Query(ctx, `
-		select o.origin from unnest($1::text[]) as o(origin)
-		where exists (select from streamseal.lanes l where l.origin = o.origin)`, origins)
-	if err != nil {
-		return nil, nil, classify("look up origins with lanes", err)
-	}
-	held, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	if err != nil {
-		return nil, nil, classify("look up origins with lanes", err)
-	}
-	holding = map[string]bool{}
-	for _, o := range held {
-		holding[o] = true
+		if k.EventType == "" {
+			holding[k.Origin] = true
+		} else {
+			present[k] = true
+		}
 	}
 	return present, holding, nil
 }
