@@ -472,8 +472,9 @@ func (in *Inbox) recordCheckpoints(ctx context.Context, msgs []jetstream.Msg, or
 			in.Logger.Warn("inbox: checkpoints of an origin reached the cap waiting for verification; superseded ones dropped",
 				"origin", o.Origin, "cap", in.maxWaitingPerOrigin(), "superseded", o.Superseded, "waiting", o.Waiting, "refused", len(o.Refused))
 			for _, i := range o.Refused {
-				refused[i] = fmt.Sprintf("checkpoint inbox full: origin %q has %d checkpoints waiting for verification (cap %d) "+
-					"and none a later one of its lane supersedes", o.Origin, o.Waiting, in.maxWaitingPerOrigin())
+				// One reason per origin and cap (inbox_rejects samples and counts per reason).
+				refused[i] = fmt.Sprintf("checkpoint inbox full: origin %q has the most checkpoints waiting for verification "+
+					"(cap %d), none of them superseded by a later one of its lane", o.Origin, in.maxWaitingPerOrigin())
 			}
 		}
 		select {

@@ -964,3 +964,61 @@ func TestCheckpointInboxBoundedPerOrigin(t *testing.T) {
 		t.Fatalf("%d checkpoints rejected; superseded ones make room for one lane's flood", in.Counts().Rejected)
 	}
 }
+
+// TestCheckpointInboxRefusesWhatNothingSupersedes: invariant 13 when the cap cannot be met by
+// dropping superseded checkpoints (each lane has one waiting): the checkpoints beyond
+// MaxWaitingPerOrigin are recorded in inbox_rejects as "checkpoint inbox full" and terminated,
+// what waits is kept, and the event behind them on the subject is stored.
+func TestCheckpointInboxRefusesWhatNothingSupersedes(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := dbtest.NewPool(t, "billing")
+	if err := store.SubscriptionsAdd(ctx, pool, "", eventTypes, store.AllTenants()); err != nil {
+		t.Fatal(err)
+	}
+	srv := natstest.Start(t)
+	_, js := srv.Connect(t, "billing")
+	const lanes, maxWaiting = 20, 5
+	release := make(chan struct{})
+	in := &inbox.Inbox{Pool: pool, JS: js, Service: "billing", Logger: testrun.Logger(t), MaxWaitingPerOrigin: maxWaiting,
+		OnCheckpoint: func(ctx context.Context, _ []wire.Checkpoint, _ bool) error {
+			select {
+			case <-release:
+				return nil
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}}
+	defer close(release)
+	at := time.Now().UTC()
+	for i := int64(1); i <= lanes; i++ {
+		first := int64(1)
+		cp, err := wire.CheckpointMessage(wire.Checkpoint{Origin: "orders", IntervalS: 60, At: at, From: 1, To: 2, Type: eventTypes[0],
+			Tenants: []wire.CheckpointTenant{{Tenant: fmt.Sprintf("t%02d", i), N: 1, First: &first, Last: &first}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := srv.JS.PublishMsg(ctx, cp); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := srv.JS.PublishMsg(ctx, wire.EventMessage(ordersEvent(1, 1, eventTypes[0]))); err != nil {
+		t.Fatal(err)
+	}
+	testrun.Go(t, "inbox", in.Run)
+	testrun.WaitFor(t, "the event behind the checkpoints stored", func() bool { return in.Counts().Stored == 1 })
+	if n := recordedCheckpoints(t, pool); n != maxWaiting {
+		t.Fatalf("checkpoint_inbox holds %d checkpoints; want the cap (%d) kept", n, maxWaiting)
+	}
+	if got := in.Counts().Rejected; got != lanes-maxWaiting {
+		t.Fatalf("%d checkpoints rejected; want the %d beyond the cap", got, lanes-maxWaiting)
+	}
+	var rejected int
+	if err := pool.QueryRow(ctx, "select coalesce(sum(rejected), 0)::int from streamseal.inbox_reject_counts where reason like 'checkpoint inbox full: origin \"orders\"%'").
+		Scan(&rejected); err != nil {
+		t.Fatal(err)
+	}
+	if rejected != lanes-maxWaiting {
+		t.Fatalf("inbox_reject_counts holds %d checkpoint-inbox-full rejects; want %d", rejected, lanes-maxWaiting)
+	}
+}
