@@ -28,6 +28,7 @@ declare
     bad record;
     o record;
     held bigint;
+    fresh bigint;
     dropped bigint;
     excess bigint;
     ids bigint[];
@@ -87,28 +88,39 @@ begin
         -- bound passes the cap: the rows at its last count plus those recorded since (the
         -- verifier's deletes only lower it). A verifier far behind a large round does not pay a
         -- count per run; a flooded origin pays one bounded by the cap.
-        insert into streamseal.checkpoint_inbox_load as l (origin, counted, recorded_since)
-        values (o.origin, 0, pg_catalog.cardinality(o.positions))
+        insert into streamseal.checkpoint_inbox_load as l (origin, counted, recorded_since, recorded_since_coalesced)
+        values (o.origin, 0, pg_catalog.cardinality(o.positions), pg_catalog.cardinality(o.positions))
         on conflict on constraint checkpoint_inbox_load_pkey
-        do update set recorded_since = l.recorded_since + excluded.recorded_since
-        returning l.counted + l.recorded_since into held;
+        do update set recorded_since = l.recorded_since + excluded.recorded_since,
+                      recorded_since_coalesced = l.recorded_since_coalesced + excluded.recorded_since_coalesced
+        returning l.counted + l.recorded_since, l.recorded_since_coalesced into held, fresh;
         if held <= checkpoint_inbox_record.max_per_origin then
             continue;
         end if;
         select pg_catalog.count(*) into held
         from (select from streamseal.checkpoint_inbox c
               where c.origin = o.origin
-              limit checkpoint_inbox_record.max_per_origin + 1) c;
+              limit checkpoint_inbox_record.max_per_origin + pg_catalog.cardinality(o.positions)) c;
         if held <= checkpoint_inbox_record.max_per_origin then
             update streamseal.checkpoint_inbox_load l set counted = held, recorded_since = 0
             where l.origin = o.origin;
             continue;
         end if;
-        dropped := streamseal._checkpoint_inbox_superseded(o.origin);
-        select pg_catalog.count(*) into held
-        from (select from streamseal.checkpoint_inbox c
-              where c.origin = o.origin
-              limit checkpoint_inbox_record.max_per_origin + pg_catalog.cardinality(o.positions)) c;
+        -- What the run supersedes lies in its own subjects: those are coalesced on every call
+        -- (a read of their rows). The whole origin is coalesced only when a tenth of the cap was
+        -- recorded since it last was (rows recorded under the cap may be superseded by later
+        -- ones, in any subject): at the cap, a flood of rows nothing supersedes pays its own
+        -- subjects per run, not the cap.
+        dropped := streamseal._checkpoint_inbox_superseded(o.origin,
+            (select pg_catalog.array_agg(distinct checkpoint_inbox_record.subjects[p.position])
+             from pg_catalog.unnest(o.positions) as p(position)));
+        if fresh >= greatest(checkpoint_inbox_record.max_per_origin / 10, 1) then
+            dropped := dropped + streamseal._checkpoint_inbox_superseded(o.origin, null);
+            fresh := 0;
+        end if;
+        -- Not counted again: under the origin's lock only the verifier removes rows meanwhile,
+        -- so this errs by refusing what its removals would have let in, never by overshooting.
+        held := held - dropped;
         excess := greatest(held - checkpoint_inbox_record.max_per_origin, 0);
         refused := '{}';
         if excess > 0 then
@@ -129,15 +141,18 @@ begin
         origin := o.origin;
         superseded := dropped;
         waiting := held - excess;
-        update streamseal.checkpoint_inbox_load l set counted = checkpoint_inbox_record.waiting, recorded_since = 0
+        update streamseal.checkpoint_inbox_load l
+        set counted = checkpoint_inbox_record.waiting, recorded_since = 0,
+            recorded_since_coalesced = case when fresh = 0 then 0
+                                            else greatest(l.recorded_since_coalesced - pg_catalog.cardinality(refused), 0) end
         where l.origin = o.origin;
         return next;
     end loop;
 end
 $$;
 
--- _checkpoint_inbox_superseded drops the waiting rows of origin that a later waiting row of the
--- same subject supersedes, and returns how many. The verifier's state of a lane (lanes.sql) keeps
+-- _checkpoint_inbox_superseded drops the waiting rows of origin (of the given subjects; null:
+-- all) that a later waiting row of the same subject supersedes, and returns how many. The verifier's state of a lane (lanes.sql) keeps
 -- the highest type_seq any checkpoint announced and judges holes up to it, so a checkpoint adds
 -- nothing to a later one of its lane that announces at least as far, save three things, which
 -- keep a row: its at-most-once acceptances (coalescible false), its birth of the lane (the
@@ -146,19 +161,32 @@ $$;
 -- cycles instead of one, later, never lost). A heartbeat is superseded by any later row. The
 -- newest row of a subject is never dropped, nor one announcing beyond every later row, nor a row
 -- the verifier holds (locked rows are skipped).
-create function streamseal._checkpoint_inbox_superseded(origin text)
+create function streamseal._checkpoint_inbox_superseded(origin text, subjects text[])
 returns bigint
-language sql
+language plpgsql
 volatile
 set search_path = pg_catalog, pg_temp
 as $$
-    with lane_rows as (
+declare
+    dropped bigint;
+begin
+    if _checkpoint_inbox_superseded.subjects is null then
+        select pg_catalog.array_agg(distinct c.subject) into _checkpoint_inbox_superseded.subjects
+        from streamseal.checkpoint_inbox c
+        where c.origin = _checkpoint_inbox_superseded.origin;
+    end if;
+    -- Subject by subject through the (origin, subject, id) index: a test of each row against
+    -- the list instead read 50 000 rows against 500 subjects per call.
+    with wanted as (
+        select distinct w.subject from pg_catalog.unnest(_checkpoint_inbox_superseded.subjects) as w(subject)
+    ), lane_rows as (
         select c.id, c.coalescible, c.last_type_seq,
                pg_catalog.count(*) over later as later_rows,
                pg_catalog.max(c.last_type_seq) over later as later_last,
                pg_catalog.min(c.id) filter (where c.first_type_seq is not null) over (partition by c.subject) as birth_id
-        from streamseal.checkpoint_inbox c
-        where c.origin = _checkpoint_inbox_superseded.origin
+        from wanted w
+        join streamseal.checkpoint_inbox c
+          on c.origin = _checkpoint_inbox_superseded.origin and c.subject = w.subject
         window later as (partition by c.subject order by c.id desc rows between unbounded preceding and 1 preceding)
     ), droppable as (
         select c.id
@@ -169,11 +197,13 @@ as $$
           and (l.last_type_seq is null or l.later_last >= l.last_type_seq)
           and l.id is distinct from l.birth_id
         for update of c skip locked
-    ), dropped as (
+    ), deleted as (
         delete from streamseal.checkpoint_inbox c
         using droppable d
         where c.id = d.id
         returning 1
     )
-    select pg_catalog.count(*) from dropped
+    select pg_catalog.count(*) into dropped from deleted;
+    return dropped;
+end
 $$;

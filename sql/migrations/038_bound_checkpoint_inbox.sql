@@ -30,10 +30,14 @@ create table streamseal.checkpoint_inbox_load (
     counted bigint not null default 0
         constraint checkpoint_inbox_load_counted_is_not_negative check (counted >= 0),
     recorded_since bigint not null default 0
-        constraint checkpoint_inbox_load_recorded_since_is_not_negative check (recorded_since >= 0)
+        constraint checkpoint_inbox_load_recorded_since_is_not_negative check (recorded_since >= 0),
+    -- rows recorded since the origin's rows were last coalesced whole: a record coalesces only
+    -- the subjects it writes, and the whole origin once a tenth of the cap came in since.
+    recorded_since_coalesced bigint not null default 0
+        constraint checkpoint_inbox_load_recorded_since_coalesced_is_not_negative check (recorded_since_coalesced >= 0)
 );
-insert into streamseal.checkpoint_inbox_load (origin, counted)
-select origin, count(*) from streamseal.checkpoint_inbox group by origin;
+insert into streamseal.checkpoint_inbox_load (origin, counted, recorded_since_coalesced)
+select origin, count(*), count(*) from streamseal.checkpoint_inbox group by origin;
 
 ---- create above / drop below ----
 
