@@ -850,6 +850,19 @@ func TestInbox(t *testing.T) {
 	})
 }
 
+// billingConsumer is a "billing" store subscribed to eventTypes of every origin and tenant, with
+// an embedded NATS server and billing's JetStream context on it.
+func billingConsumer(t *testing.T) (*pgxpool.Pool, *natstest.Server, jetstream.JetStream) {
+	t.Helper()
+	pool := dbtest.NewPool(t, "billing")
+	if err := store.SubscriptionsAdd(context.Background(), pool, "", eventTypes, store.AllTenants()); err != nil {
+		t.Fatal(err)
+	}
+	srv := natstest.Start(t)
+	_, js := srv.Connect(t, "billing")
+	return pool, srv, js
+}
+
 // recordedCheckpoints counts the checkpoints waiting in streamseal.checkpoint_inbox.
 func recordedCheckpoints(t *testing.T, pool *pgxpool.Pool) int {
 	t.Helper()
@@ -901,12 +914,7 @@ func copiesOf(t *testing.T, pool *pgxpool.Pool, origin string) []store.EventCopy
 func TestCheckpointInboxBoundedPerOrigin(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	pool := dbtest.NewPool(t, "billing")
-	if err := store.SubscriptionsAdd(ctx, pool, "", eventTypes, store.AllTenants()); err != nil {
-		t.Fatal(err)
-	}
-	srv := natstest.Start(t)
-	_, js := srv.Connect(t, "billing")
+	pool, srv, js := billingConsumer(t)
 	const flood, maxWaiting = 600, 50
 	release := make(chan struct{})
 	var mu sync.Mutex
@@ -972,12 +980,7 @@ func TestCheckpointInboxBoundedPerOrigin(t *testing.T) {
 func TestCheckpointInboxRefusesWhatNothingSupersedes(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	pool := dbtest.NewPool(t, "billing")
-	if err := store.SubscriptionsAdd(ctx, pool, "", eventTypes, store.AllTenants()); err != nil {
-		t.Fatal(err)
-	}
-	srv := natstest.Start(t)
-	_, js := srv.Connect(t, "billing")
+	pool, srv, js := billingConsumer(t)
 	const lanes, maxWaiting = 20, 5
 	release := make(chan struct{})
 	in := &inbox.Inbox{Pool: pool, JS: js, Service: "billing", Logger: testrun.Logger(t), MaxWaitingPerOrigin: maxWaiting,
