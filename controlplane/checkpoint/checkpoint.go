@@ -462,6 +462,82 @@ func (v *Verifier) act(ctx context.Context, cp wire.Checkpoint, l store.LaneVerd
 	return nil
 }
 
+// Tracked counts the lanes and origins the verifier keeps fairness state for (a test witness).
+func (v *Verifier) Tracked() (lanes, origins int) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	keys := map[string]bool{}
+	for k := range v.served {
+		keys[k] = true
+	}
+	for k := range v.cappedAt {
+		keys[k] = true
+	}
+	return len(keys), len(v.sentInRound)
+}
+
+// Prune forgets the fairness state (when a lane was last served, the latest round it waited in)
+// of lanes this store no longer holds (their type or tenant unsubscribed: SQL forgets such lanes),
+// and the recent rounds of origins left with no lane, so the verifier's memory follows the lanes
+// that exist rather than every lane that ever took the cap. The checkpoint job calls it every
+// interval; it costs one key lookup per remembered lane. A lane born again later starts as never
+// served (first in the order), as a new lane does.
+func (v *Verifier) Prune(ctx context.Context) error {
+	v.mu.Lock()
+	seen := map[string]bool{}
+	var keys []store.LaneKey
+	add := func(key string) {
+		if seen[key] {
+			return
+		}
+		seen[key] = true
+		if parts := strings.SplitN(key, "\x00", 3); len(parts) == 3 {
+			keys = append(keys, store.LaneKey{Origin: parts[0], Tenant: parts[1], EventType: parts[2]})
+		}
+	}
+	for k := range v.served {
+		add(k)
+	}
+	for k := range v.cappedAt {
+		add(k)
+	}
+	var origins []string
+	for origin := range v.sentInRound {
+		origins = append(origins, origin)
+	}
+	v.mu.Unlock()
+	if len(keys) == 0 && len(origins) == 0 {
+		return nil
+	}
+	present, holding, err := store.LanesPresent(ctx, v.Pool, keys, origins)
+	if err != nil {
+		return fmt.Errorf("prune the verifier's fairness state: %w", err)
+	}
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	lanes, gone := 0, 0
+	for _, k := range keys {
+		if present[k] {
+			continue
+		}
+		key := k.Origin + "\x00" + k.Tenant + "\x00" + k.EventType
+		delete(v.served, key)
+		delete(v.cappedAt, key)
+		lanes++
+	}
+	for _, origin := range origins {
+		if !holding[origin] {
+			delete(v.sentInRound, origin)
+			delete(v.forgotten, origin)
+			gone++
+		}
+	}
+	if lanes > 0 || gone > 0 {
+		v.Logger.Info("checkpoint: verifier forgot the fairness state of lanes no longer held", "lanes", lanes, "origins", gone)
+	}
+	return nil
+}
+
 // CheckLiveness raises (logs) the liveness alarm for origins silent for intervals checkpoints.
 func (v *Verifier) CheckLiveness(ctx context.Context) error {
 	silent, err := store.OriginsSilent(ctx, v.Pool, v.Config.LivenessIntervals)

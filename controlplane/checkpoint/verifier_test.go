@@ -85,6 +85,54 @@ func TestVerifier(t *testing.T) {
 		}
 	})
 
+	// Invariant 9's fairness state stays bounded: the verifier remembers, per lane that took or
+	// waited for the cap, when it was last served, and per origin its recent rounds. A lane
+	// forgotten by SQL (its type unsubscribed) is forgotten by Prune too, and an origin with no
+	// lane left loses its rounds; a lane that still exists keeps its place in the order.
+	t.Run("PruneForgetsTheFairnessStateOfLanesThatNoLongerExist", func(t *testing.T) {
+		t.Parallel()
+		pool := dbtest.NewPool(t, "billing")
+		types := []string{"order.placed", "order.shipped"}
+		if err := store.SubscriptionsAdd(ctx, pool, "orders", types, store.AllTenants()); err != nil {
+			t.Fatal(err)
+		}
+		if err := store.SubscriptionsAdd(ctx, pool, "stock", types[:1], store.AllTenants()); err != nil {
+			t.Fatal(err)
+		}
+		cfg := config.Defaults()
+		cfg.RepairMode = config.ReportOnly
+		cfg.MaxAutoRepairRequestsPerCheckpoint = 1
+		v := &checkpoint.Verifier{Pool: pool, Service: "billing", Config: cfg, Logger: testrun.Logger(t)}
+		at := time.Now().UTC()
+		// Each lane announces type_seqs 1..2 and holds neither: born at 0, both missing, proven
+		// by order on the second window.
+		for _, lane := range []struct{ origin, eventType string }{{"orders", types[0]}, {"orders", types[1]}, {"stock", types[0]}} {
+			for w := int64(0); w < 2; w++ {
+				first, last := 2*w+1, 2*w+2
+				if err := v.Verify(ctx, wire.Checkpoint{Origin: lane.origin, IntervalS: 1, At: at.Add(time.Duration(w) * time.Second),
+					From: first, To: last + 1, Type: lane.eventType,
+					Tenants: []wire.CheckpointTenant{{Tenant: "acme", N: 2, First: &first, Last: &last}}}, true); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		if lanes, origins := v.Tracked(); lanes != 3 || origins != 2 {
+			t.Fatalf("tracked %d lanes of %d origins after three lanes of two origins were offered; want 3 and 2", lanes, origins)
+		}
+		if _, err := pool.Exec(ctx, "select streamseal.unsubscribe_all_tenants(array['order.shipped'], 'orders')"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := pool.Exec(ctx, "select streamseal.unsubscribe_all_tenants(array['order.placed'], 'stock')"); err != nil {
+			t.Fatal(err)
+		}
+		if err := v.Prune(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if lanes, origins := v.Tracked(); lanes != 1 || origins != 1 {
+			t.Fatalf("tracked %d lanes of %d origins after two lanes (one the last of its origin) were forgotten; want 1 and 1", lanes, origins)
+		}
+	})
+
 	// Invariant 9 (storm bounds without starvation): checkpoints and beats share one fairness
 	// order. Cap one request a round; four lanes (2 tenants x 2 types) each lose one event every
 	// round; each round's checkpoints arrive in the same order (the first lane always first) and

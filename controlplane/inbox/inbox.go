@@ -63,6 +63,11 @@ type Inbox struct {
 	// VerifyBatch caps the recorded checkpoints handed to OnCheckpoint per call
 	// (VerifyBatchDefault when zero).
 	VerifyBatch int
+	// MaxWaitingPerOrigin caps the recorded checkpoints of one origin waiting for verification
+	// (MaxWaitingPerOriginDefault when zero; streamseal.checkpoint_inbox_record): past it the
+	// origin's checkpoints a later one of the same lane supersedes are dropped, then what still
+	// does not fit is recorded as rejected, so no publisher grows the table without limit.
+	MaxWaitingPerOrigin int
 	// OnBeat takes an origin's beat (wire.BeatSubject, one per checkpoint round), consumed by
 	// one more durable per origin subscribed to (wire.BeatFilters); the beat is acked when it
 	// returns nil. A beat counts no events: it keeps the origin alive and re-evaluates the lanes
@@ -81,6 +86,7 @@ type Inbox struct {
 
 	received, stored, suppressed, rejected atomic.Int64
 	ordered, unordered                     atomic.Int64
+	superseded                             atomic.Int64 // recorded checkpoints dropped for a later one of their lane
 	consumers, provenConsumers             atomic.Int64 // how many consumer loops run; how many hold their orderProof
 }
 
@@ -89,6 +95,9 @@ type Inbox struct {
 type Counts struct {
 	Received, Stored, Suppressed, Rejected int64
 	Ordered, Unordered                     int64
+	// Superseded counts recorded checkpoints dropped past MaxWaitingPerOrigin because a later
+	// one of their lane carries what they did.
+	Superseded int64
 	// OrderProven: every consumer loop holds its proof, so the next checkpoint on any subject
 	// would be ordered if nothing breaks the chain before it.
 	OrderProven bool
@@ -97,7 +106,7 @@ type Counts struct {
 // Counts returns the inbox's counters (a test witness, and later metrics).
 func (in *Inbox) Counts() Counts {
 	return Counts{Received: in.received.Load(), Stored: in.stored.Load(), Suppressed: in.suppressed.Load(),
-		Rejected: in.rejected.Load(), Ordered: in.ordered.Load(), Unordered: in.unordered.Load(),
+		Rejected: in.rejected.Load(), Ordered: in.ordered.Load(), Unordered: in.unordered.Load(), Superseded: in.superseded.Load(),
 		OrderProven: in.consumers.Load() > 0 && in.provenConsumers.Load() == in.consumers.Load()}
 }
 
@@ -158,6 +167,13 @@ const BatchDefault = 500
 // VerifyBatchDefault caps the recorded checkpoints handed to OnCheckpoint per call when
 // VerifyBatch is zero: four fetched batches, so a round's runs are verified in few transactions.
 const VerifyBatchDefault = 2000
+
+// MaxWaitingPerOriginDefault caps one origin's recorded checkpoints waiting for verification
+// when MaxWaitingPerOrigin is zero: two rounds of 500 000 active (tenant, type) pairs (a round is
+// one message per pair, about 400 bytes a row), so a verifier a round behind the largest rounds
+// measured refuses nothing; past it what a later checkpoint of the same lane supersedes goes
+// first, and only what is still over is refused.
+const MaxWaitingPerOriginDefault = 1000000
 
 // verifyPoll is how often the verifier loop looks for recorded checkpoints it was not woken for:
 // another replica's, a retry coming due, what a stopped process left.
@@ -434,28 +450,66 @@ func (in *Inbox) store(ctx context.Context, msgs []jetstream.Msg, order *orderPr
 // recordCheckpoints records a run of checkpoint messages for the verifier loop in one statement
 // and acks them. Any message that would be refused, and any error, leaves the whole run unacked
 // to be handled message by message (checkpoint), which rejects or retries each alone. Without an
-// OnCheckpoint nothing verifies them: they are acked only.
+// OnCheckpoint nothing verifies them: they are acked only. Past MaxWaitingPerOrigin the record
+// drops the origin's checkpoints a later one of their lane supersedes (counted, logged) and
+// refuses what still does not fit: those are recorded as rejected and terminated (invariant 13:
+// a flooding publisher cannot grow the table, and the events behind its checkpoints flow).
 func (in *Inbox) recordCheckpoints(ctx context.Context, msgs []jetstream.Msg, ordered bool) error {
-	subjects, payloads := make([]string, len(msgs)), make([][]byte, len(msgs))
+	entries := make([]store.CheckpointInboxEntry, len(msgs))
 	for i, m := range msgs {
-		if _, refusal := in.admitCheckpoint(m); refusal != "" {
+		cp, refusal := in.admitCheckpoint(m)
+		if refusal != "" {
 			return errors.New(refusal)
 		}
-		subjects[i], payloads[i] = m.Subject(), m.Data()
+		t := cp.Tenants[0]
+		entries[i] = store.CheckpointInboxEntry{Origin: cp.Origin, Subject: m.Subject(), Payload: m.Data(),
+			First: t.First, Last: t.Last, Coalescible: len(t.AtMostOnce) == 0}
 	}
+	refused := map[int]string{}
 	if in.OnCheckpoint != nil {
-		if err := store.CheckpointInboxRecord(ctx, in.Pool, subjects, payloads, ordered); err != nil {
+		overflows, err := store.CheckpointInboxRecord(ctx, in.Pool, entries, ordered, in.maxWaitingPerOrigin())
+		if err != nil {
 			return err
+		}
+		for _, o := range overflows {
+			in.superseded.Add(o.Superseded)
+			in.Metrics.CheckpointsSuperseded(o.Origin, o.Superseded)
+			in.Logger.Warn("inbox: checkpoints of an origin reached the cap waiting for verification; superseded ones dropped",
+				"origin", o.Origin, "cap", in.maxWaitingPerOrigin(), "superseded", o.Superseded, "waiting", o.Waiting, "refused", len(o.Refused))
+			for _, i := range o.Refused {
+				// One reason per origin and cap (inbox_rejects samples and counts per reason).
+				refused[i] = fmt.Sprintf("checkpoint inbox full: origin %q has the most checkpoints waiting for verification "+
+					"(cap %d), none of them superseded by a later one of its lane", o.Origin, in.maxWaitingPerOrigin())
+			}
 		}
 		select {
 		case in.wake <- struct{}{}:
 		default:
 		}
 	}
-	for _, m := range msgs {
-		_ = m.Ack()
+	for i, m := range msgs {
+		reason, ok := refused[i]
+		if !ok {
+			_ = m.Ack()
+			continue
+		}
+		if err := in.reject(ctx, m, nil, reason); err != nil {
+			// The others are recorded: this one alone comes back later.
+			in.Logger.Error("inbox: could not record a refused checkpoint; it will be redelivered", "subject", m.Subject(), "err", err)
+			_ = m.NakWithDelay(time.Second)
+			continue
+		}
+		in.Metrics.DeadMessage("inbox", "checkpoint_inbox_full")
 	}
 	return nil
+}
+
+// maxWaitingPerOrigin is MaxWaitingPerOrigin or its default.
+func (in *Inbox) maxWaitingPerOrigin() int {
+	if in.MaxWaitingPerOrigin > 0 {
+		return in.MaxWaitingPerOrigin
+	}
+	return MaxWaitingPerOriginDefault
 }
 
 // admitCheckpoint decodes a checkpoint message and checks it rides its own subject; a non-empty

@@ -904,6 +904,19 @@ func TestInbox(t *testing.T) {
 	})
 }
 
+// billingConsumer is a "billing" store subscribed to eventTypes of every origin and tenant, with
+// an embedded NATS server and billing's JetStream context on it.
+func billingConsumer(t *testing.T) (*pgxpool.Pool, *natstest.Server, jetstream.JetStream) {
+	t.Helper()
+	pool := dbtest.NewPool(t, "billing")
+	if err := store.SubscriptionsAdd(context.Background(), pool, "", eventTypes, store.AllTenants()); err != nil {
+		t.Fatal(err)
+	}
+	srv := natstest.Start(t)
+	_, js := srv.Connect(t, "billing")
+	return pool, srv, js
+}
+
 // recordedCheckpoints counts the checkpoints waiting in streamseal.checkpoint_inbox.
 func recordedCheckpoints(t *testing.T, pool *pgxpool.Pool) int {
 	t.Helper()
@@ -944,4 +957,125 @@ func copiesOf(t *testing.T, pool *pgxpool.Pool, origin string) []store.EventCopy
 		out = append(out, e)
 	}
 	return out
+}
+
+// TestCheckpointInboxBoundedPerOrigin: invariant 13 against a flooding bus. An origin publishing
+// checkpoints faster than the verifier takes them (here the verifier holds its first call until
+// the flood is in) cannot grow checkpoint_inbox past MaxWaitingPerOrigin: the checkpoints a later
+// one of the same lane supersedes are dropped and counted, and none the guarantee needs is (the
+// lane's newest and the one that births it are verified once the verifier goes on). Events behind
+// the flood on the same subject are stored.
+func TestCheckpointInboxBoundedPerOrigin(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool, srv, js := billingConsumer(t)
+	const flood, maxWaiting = 600, 50
+	release := make(chan struct{})
+	var mu sync.Mutex
+	var verified []wire.Checkpoint
+	in := &inbox.Inbox{Pool: pool, JS: js, Service: "billing", Logger: testrun.Logger(t), MaxWaitingPerOrigin: maxWaiting,
+		OnCheckpoint: func(ctx context.Context, cps []wire.Checkpoint, _ bool) error {
+			select {
+			case <-release:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			verified = append(verified, cps...)
+			return nil
+		}}
+	at := time.Now().UTC()
+	for i := int64(1); i <= flood; i++ {
+		first, last := i, i
+		cp, err := wire.CheckpointMessage(wire.Checkpoint{Origin: "orders", IntervalS: 60, At: at.Add(time.Duration(i) * time.Second),
+			From: i, To: i + 1, Type: eventTypes[0], Tenants: []wire.CheckpointTenant{{Tenant: "acme", N: 1, First: &first, Last: &last}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := srv.JS.PublishMsg(ctx, cp); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := srv.JS.PublishMsg(ctx, wire.EventMessage(ordersEvent(flood+1, flood+1, eventTypes[0]))); err != nil {
+		t.Fatal(err)
+	}
+	testrun.Go(t, "inbox", in.Run)
+	// The witness: the event behind the flood is stored, so every checkpoint before it on its
+	// subject was handled by the door (recorded, dropped or refused).
+	testrun.WaitFor(t, "the event behind the flood stored", func() bool { return in.Counts().Stored == 1 })
+	if n := recordedCheckpoints(t, pool); n > maxWaiting {
+		t.Fatalf("checkpoint_inbox holds %d checkpoints of one origin after a flood of %d; want at most MaxWaitingPerOrigin (%d)",
+			n, flood, maxWaiting)
+	}
+	if got := in.Counts().Superseded; got == 0 {
+		t.Fatalf("Counts().Superseded = 0 after a flood of %d against a cap of %d; want the drops counted", flood, maxWaiting)
+	}
+	close(release)
+	testrun.WaitFor(t, "checkpoint_inbox empty", func() bool { return recordedCheckpoints(t, pool) == 0 })
+	mu.Lock()
+	defer mu.Unlock()
+	firsts := map[int64]bool{}
+	for _, cp := range verified {
+		firsts[*cp.Tenants[0].First] = true
+	}
+	if !firsts[1] || !firsts[flood] {
+		t.Fatalf("verified %d checkpoints without the lane's first (%v) or newest (%v); want both kept", len(verified), firsts[1], firsts[flood])
+	}
+	if in.Counts().Rejected != 0 {
+		t.Fatalf("%d checkpoints rejected; superseded ones make room for one lane's flood", in.Counts().Rejected)
+	}
+}
+
+// TestCheckpointInboxRefusesWhatNothingSupersedes: invariant 13 when the cap cannot be met by
+// dropping superseded checkpoints (each lane has one waiting): the checkpoints beyond
+// MaxWaitingPerOrigin are recorded in inbox_rejects as "checkpoint inbox full" and terminated,
+// what waits is kept, and the event behind them on the subject is stored.
+func TestCheckpointInboxRefusesWhatNothingSupersedes(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool, srv, js := billingConsumer(t)
+	const lanes, maxWaiting = 20, 5
+	release := make(chan struct{})
+	in := &inbox.Inbox{Pool: pool, JS: js, Service: "billing", Logger: testrun.Logger(t), MaxWaitingPerOrigin: maxWaiting,
+		OnCheckpoint: func(ctx context.Context, _ []wire.Checkpoint, _ bool) error {
+			select {
+			case <-release:
+				return nil
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}}
+	defer close(release)
+	at := time.Now().UTC()
+	for i := int64(1); i <= lanes; i++ {
+		first := int64(1)
+		cp, err := wire.CheckpointMessage(wire.Checkpoint{Origin: "orders", IntervalS: 60, At: at, From: 1, To: 2, Type: eventTypes[0],
+			Tenants: []wire.CheckpointTenant{{Tenant: fmt.Sprintf("t%02d", i), N: 1, First: &first, Last: &first}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := srv.JS.PublishMsg(ctx, cp); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := srv.JS.PublishMsg(ctx, wire.EventMessage(ordersEvent(1, 1, eventTypes[0]))); err != nil {
+		t.Fatal(err)
+	}
+	testrun.Go(t, "inbox", in.Run)
+	testrun.WaitFor(t, "the event behind the checkpoints stored", func() bool { return in.Counts().Stored == 1 })
+	if n := recordedCheckpoints(t, pool); n != maxWaiting {
+		t.Fatalf("checkpoint_inbox holds %d checkpoints; want the cap (%d) kept", n, maxWaiting)
+	}
+	if got := in.Counts().Rejected; got != lanes-maxWaiting {
+		t.Fatalf("%d checkpoints rejected; want the %d beyond the cap", got, lanes-maxWaiting)
+	}
+	var rejected int
+	if err := pool.QueryRow(ctx, "select coalesce(sum(rejected), 0)::int from streamseal.inbox_reject_counts where reason like 'checkpoint inbox full: origin \"orders\"%'").
+		Scan(&rejected); err != nil {
+		t.Fatal(err)
+	}
+	if rejected != lanes-maxWaiting {
+		t.Fatalf("inbox_reject_counts holds %d checkpoint-inbox-full rejects; want %d", rejected, lanes-maxWaiting)
+	}
 }

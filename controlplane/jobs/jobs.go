@@ -120,7 +120,10 @@ func (w *checkpointWorker) Work(ctx context.Context, _ *river.Job[CheckpointArgs
 	if _, err := w.publisher.Publish(ctx); err != nil {
 		return err
 	}
-	return w.verifier.CheckLiveness(ctx)
+	if err := w.verifier.CheckLiveness(ctx); err != nil {
+		return err
+	}
+	return w.verifier.Prune(ctx)
 }
 
 // SentRequestsRetention is how long a consumer remembers a request it sent (and an audit's record

@@ -30,6 +30,7 @@ type Instruments struct {
 	bucketsVerified    prometheus.Counter
 	quarantined        *prometheus.CounterVec // stage
 	deadMessages       *prometheus.CounterVec // consumer, reason
+	cpSuperseded       *prometheus.CounterVec // origin
 	driftHealed        *prometheus.CounterVec // kind
 	coverageGaps       *prometheus.CounterVec // kind: "gap"
 	rebuildsRequested  *prometheus.CounterVec // mode: rebuilt, would_rebuild
@@ -94,6 +95,9 @@ func newInstruments(reg prometheus.Registerer) *Instruments {
 		deadMessages: counter("dead_messages_total",
 			"Messages a durable consumer gave up on (a permanent error, or its delivery budget spent), by consumer and reason.",
 			"consumer", "reason"),
+		cpSuperseded: counter("checkpoints_superseded_total",
+			"Received checkpoints dropped unverified because their origin reached the cap of checkpoints waiting for verification and a later checkpoint of the same lane carries what they did (a flooding or far-behind origin).",
+			"origin"),
 		bucketsVerified: counter("digest_buckets_verified_total",
 			"Digest buckets and sealed epochs the sweep recomputed and checked.").WithLabelValues(),
 		driftHealed: counter("digest_drift_healed_total",
@@ -164,6 +168,14 @@ func (m *Instruments) DeadMessage(consumer, reason string) {
 		return
 	}
 	m.deadMessages.WithLabelValues(consumer, reason).Inc()
+}
+
+// CheckpointsSuperseded counts received checkpoints of origin dropped for a later one of their lane.
+func (m *Instruments) CheckpointsSuperseded(origin string, n int64) {
+	if m == nil || n <= 0 {
+		return
+	}
+	m.cpSuperseded.WithLabelValues(origin).Add(float64(n))
 }
 
 // Relayed records the age of a relayed batch's newest event at acknowledgement.

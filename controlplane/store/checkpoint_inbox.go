@@ -23,16 +23,61 @@ type QueuedCheckpoint struct {
 	Attempts int  // failed verifications so far
 }
 
-// CheckpointInboxRecord records checkpoint messages (subject and payload as received), in order,
-// with the inbox's proof of order for all of them.
-func CheckpointInboxRecord(ctx context.Context, db Querier, subjects []string, payloads [][]byte, ordered bool) error {
-	if _, err := db.Exec(ctx, `
-		insert into streamseal.checkpoint_inbox (subject, payload, ordered)
-		select s, p, $3 from rows from (unnest($1::text[]), unnest($2::bytea[])) with ordinality as u(s, p, i)
-		order by i`, subjects, payloads, ordered); err != nil {
-		return classify("record received checkpoints", err)
+// CheckpointInboxEntry is one checkpoint message to record: its origin and subject as the door
+// admitted them, its payload as received, the type_seq range its lane announces (nil on a
+// heartbeat), and whether a later checkpoint of its lane carries all it does (false when it
+// accepts at-most-once occurrences).
+type CheckpointInboxEntry struct {
+	Origin, Subject string
+	Payload         []byte
+	First, Last     *int64
+	Coalescible     bool
+}
+
+// CheckpointInboxOverflow is an origin a record reached the cap of: how many of its waiting
+// checkpoints were dropped as superseded by a later one of their lane, how many wait now, and the
+// positions (0-based, in the entries given) of the checkpoints refused, which were not recorded.
+type CheckpointInboxOverflow struct {
+	Origin     string
+	Superseded int64
+	Waiting    int64
+	Refused    []int
+}
+
+// CheckpointInboxRecord records checkpoint messages, in order, with the inbox's proof of order
+// for all of them, holding at most maxPerOrigin waiting per origin
+// (streamseal.checkpoint_inbox_record): it returns the origins that reached the cap, and the
+// entries refused, which the caller must record as rejected.
+func CheckpointInboxRecord(ctx context.Context, db Querier, entries []CheckpointInboxEntry, ordered bool, maxPerOrigin int) ([]CheckpointInboxOverflow, error) {
+	n := len(entries)
+	origins, subjects, payloads := make([]string, n), make([]string, n), make([][]byte, n)
+	firsts, lasts, coalescible := make([]*int64, n), make([]*int64, n), make([]bool, n)
+	for i, e := range entries {
+		origins[i], subjects[i], payloads[i] = e.Origin, e.Subject, e.Payload
+		firsts[i], lasts[i], coalescible[i] = e.First, e.Last, e.Coalescible
 	}
-	return nil
+	rows, err := db.Query(ctx, `
+		select origin, superseded, waiting, refused
+		from streamseal.checkpoint_inbox_record($1, $2, $3, $4, $5, $6, $7, $8)`,
+		origins, subjects, payloads, firsts, lasts, coalescible, ordered, maxPerOrigin)
+	if err != nil {
+		return nil, classify("record received checkpoints", err)
+	}
+	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (CheckpointInboxOverflow, error) {
+		var o CheckpointInboxOverflow
+		var refused []int32
+		if err := row.Scan(&o.Origin, &o.Superseded, &o.Waiting, &refused); err != nil {
+			return o, err
+		}
+		for _, p := range refused {
+			o.Refused = append(o.Refused, int(p)-1)
+		}
+		return o, nil
+	})
+	if err != nil {
+		return nil, classify("record received checkpoints", err)
+	}
+	return out, nil
 }
 
 // CheckpointInboxTake locks and returns up to max waiting checkpoints, oldest first, skipping

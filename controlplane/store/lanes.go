@@ -98,6 +98,53 @@ func LanesByOrigin(ctx context.Context, db Querier, origin string) ([]LaneState,
 	return out, nil
 }
 
+// LaneKey names one lane.
+type LaneKey struct{ Origin, Tenant, EventType string }
+
+// LanesPresent answers which of keys name lanes this store still holds, and which of origins
+// hold any lane at all (a lane is forgotten when no subscription covers it any more).
+func LanesPresent(ctx context.Context, db Querier, keys []LaneKey, origins []string) (present map[LaneKey]bool, holding map[string]bool, err error) {
+	n := len(keys)
+	os, tenants, types := make([]string, n), make([]string, n), make([]string, n)
+	for i, k := range keys {
+		os[i], tenants[i], types[i] = k.Origin, k.Tenant, k.EventType
+	}
+	// One row per present lane (tenant and type set), one per origin holding any (both null).
+	rows, err := db.Query(ctx, `
+		select k.origin, k.tenant, k.event_type
+		from rows from (unnest($1::text[]), unnest($2::text[]), unnest($3::text[])) as k(origin, tenant, event_type)
+		where exists (select from streamseal.lanes l
+		              where l.origin = k.origin and l.tenant = k.tenant and l.event_type = k.event_type)
+		union all
+		select o.origin, null, null
+		from unnest($4::text[]) as o(origin)
+		where exists (select from streamseal.lanes l where l.origin = o.origin)`, os, tenants, types, origins)
+	if err != nil {
+		return nil, nil, classify("look up lanes", err)
+	}
+	found, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (LaneKey, error) {
+		var k LaneKey
+		var tenant, eventType *string
+		err := row.Scan(&k.Origin, &tenant, &eventType)
+		if tenant != nil && eventType != nil {
+			k.Tenant, k.EventType = *tenant, *eventType
+		}
+		return k, err
+	})
+	if err != nil {
+		return nil, nil, classify("look up lanes", err)
+	}
+	present, holding = map[LaneKey]bool{}, map[string]bool{}
+	for _, k := range found {
+		if k.EventType == "" {
+			holding[k.Origin] = true
+		} else {
+			present[k] = true
+		}
+	}
+	return present, holding, nil
+}
+
 // LanesWithConfirmedGapsCount counts the lanes holding a confirmed, not yet repaired gap, and
 // among them those holding one since before (readiness's grace: a gap younger than it may still
 // heal within a cycle).

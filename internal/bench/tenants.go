@@ -148,21 +148,20 @@ func Tenants(ctx context.Context, newDB harness.NewDatabase, opts TenantsOptions
 // triggers off as loadBoth does, then rebuilds digests and closes epochs on both sides.
 func loadTenants(ctx context.Context, origin, consumer *pgxpool.Pool, from, to, types int) error {
 	bounds := strings.NewReplacer("$1", strconv.Itoa(from), "$2", strconv.Itoa(to), "$T", strconv.Itoa(types))
-	insert := `insert into streamseal.events (event_id, origin, origin_seq, type_seq, tenant, stream_id, stream_version, event_type, payload, stored_at)
-		 select ('00000000-0000-4000-8000-' || lpad(to_hex(g), 12, '0'))::uuid, 'orders', g, 1,
-		        't' || lpad(((g - 1) / $T)::text, 7, '0'),
-		        't' || lpad(((g - 1) / $T)::text, 7, '0') || '-' || ((g - 1) % $T), 1,
-		        'bench.t' || lpad(((g - 1) % $T)::text, 2, '0'), '\x7b7d'::bytea, now() - interval '2 hours'
+	history := `select ('00000000-0000-4000-8000-' || lpad(to_hex(g), 12, '0'))::uuid as event_id, 'orders' as origin,
+		        g as origin_seq, 1 as type_seq, 't' || lpad(((g - 1) / $T)::text, 7, '0') as tenant,
+		        't' || lpad(((g - 1) / $T)::text, 7, '0') || '-' || ((g - 1) % $T) as stream_id, 1 as stream_version,
+		        'bench.t' || lpad(((g - 1) % $T)::text, 2, '0') as event_type, '\x7b7d'::bytea as payload,
+		        now() - interval '2 hours' as stored_at
 		 from generate_series($1 + 1, $2) g`
 	originSteps := []string{
-		"alter table streamseal.events disable trigger user", insert,
-		"select streamseal._own_numbers_adopt()", // own numbers live in own_numbers (issue 16)
+		"alter table streamseal.events disable trigger user", ownHistory(history),
 		"alter table streamseal.events enable trigger user",
 		"update streamseal.stamp_state set last_origin_seq = $2",
 		"update streamseal.relay_state set published_through = $2",
 		"update streamseal.checkpoint_state set published_through = $2 + 1",
 	}
-	consumerSteps := []string{"alter table streamseal.events disable trigger user", insert, "alter table streamseal.events enable trigger user"}
+	consumerSteps := []string{"alter table streamseal.events disable trigger user", copyHistory(history), "alter table streamseal.events enable trigger user"}
 	for pool, steps := range map[*pgxpool.Pool][]string{origin: originSteps, consumer: consumerSteps} {
 		for _, step := range steps {
 			if _, err := pool.Exec(ctx, bounds.Replace(step)); err != nil {

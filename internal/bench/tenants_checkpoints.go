@@ -255,21 +255,20 @@ func tenantCheckpoints(ctx context.Context, newDB harness.NewDatabase, tenants, 
 // relayed, but not checkpointed yet, so the next round carries every pair.
 func loadSecondEvents(ctx context.Context, orders, billing *harness.Service, pairs, types int) error {
 	bounds := strings.NewReplacer("$P", strconv.Itoa(pairs), "$T", strconv.Itoa(types))
-	insert := `insert into streamseal.events (event_id, origin, origin_seq, type_seq, tenant, stream_id, stream_version, event_type, payload, stored_at)
-		 select ('00000000-0000-4000-9000-' || lpad(to_hex(g), 12, '0'))::uuid, 'orders', $P + g, 2,
-		        't' || lpad(((g - 1) / $T)::text, 7, '0'),
-		        't' || lpad(((g - 1) / $T)::text, 7, '0') || '-' || ((g - 1) % $T), 2,
-		        'bench.t' || lpad(((g - 1) % $T)::text, 2, '0'), '\x7b7d'::bytea, now() - interval '1 hour'
+	history := `select ('00000000-0000-4000-9000-' || lpad(to_hex(g), 12, '0'))::uuid as event_id, 'orders' as origin,
+		        $P + g as origin_seq, 2 as type_seq, 't' || lpad(((g - 1) / $T)::text, 7, '0') as tenant,
+		        't' || lpad(((g - 1) / $T)::text, 7, '0') || '-' || ((g - 1) % $T) as stream_id, 2 as stream_version,
+		        'bench.t' || lpad(((g - 1) % $T)::text, 2, '0') as event_type, '\x7b7d'::bytea as payload,
+		        now() - interval '1 hour' as stored_at
 		 from generate_series(1, $P) g`
 	originSteps := []string{
-		"alter table streamseal.events disable trigger user", insert,
-		"select streamseal._own_numbers_adopt()", // own numbers live in own_numbers (issue 16)
+		"alter table streamseal.events disable trigger user", ownHistory(history),
 		"alter table streamseal.events enable trigger user",
 		"update streamseal.stamp_state set last_origin_seq = 2 * $P",
 		"update streamseal.relay_state set published_through = 2 * $P",
 		"analyze streamseal.events",
 	}
-	consumerSteps := []string{"alter table streamseal.events disable trigger user", insert, "alter table streamseal.events enable trigger user",
+	consumerSteps := []string{"alter table streamseal.events disable trigger user", copyHistory(history), "alter table streamseal.events enable trigger user",
 		"analyze streamseal.events"}
 	for pool, steps := range map[*harness.Service][]string{orders: originSteps, billing: consumerSteps} {
 		for _, step := range steps {

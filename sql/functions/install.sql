@@ -21,6 +21,7 @@
 {{ template "append.sql" . }}
 {{ template "ingest.sql" . }}
 {{ template "inbox_rejects.sql" . }}
+{{ template "checkpoint_inbox.sql" . }}
 {{ template "stamp.sql" . }}
 {{ template "quarantine.sql" . }}
 {{ template "relay.sql" . }}

@@ -171,41 +171,6 @@ begin
 end
 $$;
 
--- _answer_range_pairs is _answer_scoped_pairs (tenant_folds.sql) over the tenants of
--- [key_lo, key_hi): the pairs of the scope requester is granted, plus the watermark-only row.
-create function streamseal._answer_range_pairs(requester text, lane text, from_seq bigint, to_seq bigint,
-                                               scope_types text[], scope_tenants text[], settle interval,
-                                               key_lo bigint, key_hi bigint)
-returns table (tenant text, event_type text, x0 bigint, x1 bigint, n bigint, watermark bigint)
-language sql
-stable
-set search_path = pg_catalog, pg_temp
-set jit = off
-set plan_cache_mode = force_custom_plan
-as $$
-    with answer as materialized (
-        select d.tenant, d.event_type, d.x0, d.x1, d.n, d.watermark
-        from streamseal._type_digests_in_range(_answer_range_pairs.lane, _answer_range_pairs.from_seq, _answer_range_pairs.to_seq,
-                                               _answer_range_pairs.settle, _answer_range_pairs.key_lo, _answer_range_pairs.key_hi,
-                                               _answer_range_pairs.scope_types) d
-    ), scope as materialized (
-        select s.event_type, s.tenant
-        from rows from (pg_catalog.unnest(_answer_range_pairs.scope_types), pg_catalog.unnest(_answer_range_pairs.scope_tenants))
-             as s(event_type, tenant)
-    ), granted as materialized (
-        select g.event_type, g.tenant, g.all_tenants from streamseal.grants g where g.service = _answer_range_pairs.requester
-    )
-    select a.tenant, a.event_type, a.x0, a.x1, a.n, a.watermark
-    from answer a
-    where a.event_type is not null
-      and (a.event_type in (select s.event_type from scope s where s.tenant is null)
-           or (a.tenant, a.event_type) in (select s.tenant, s.event_type from scope s where s.tenant is not null))
-      and (a.event_type in (select g.event_type from granted g where g.all_tenants)
-           or (a.tenant, a.event_type) in (select g.tenant, g.event_type from granted g where not g.all_tenants))
-    union all
-    select null, null, 0::bigint, 0::bigint, 0::bigint, pg_catalog.max(a.watermark) from answer a
-$$;
-
 -- answer_range_folds is the origin's drill-down step: [key_lo, key_hi) split into parts
 -- sub-ranges (_key_parts), and per (part, event type of the scope) the fold over the tenants of
 -- that part requester is granted, of lane over [from_seq, watermark), with the number of
@@ -232,9 +197,9 @@ begin
     return query
     with answer as materialized (
         select p.tenant, p.event_type, p.x0, p.x1, p.n, p.watermark
-        from streamseal._answer_range_pairs(answer_range_folds.requester, answer_range_folds.lane, answer_range_folds.from_seq,
-                                            answer_range_folds.to_seq, answer_range_folds.scope_types, answer_range_folds.scope_tenants,
-                                            answer_range_folds.settle, answer_range_folds.key_lo, answer_range_folds.key_hi) p
+        from streamseal._answer_scoped_pairs(answer_range_folds.requester, answer_range_folds.lane, answer_range_folds.from_seq,
+                                             answer_range_folds.to_seq, answer_range_folds.scope_types, answer_range_folds.scope_tenants,
+                                             answer_range_folds.settle, answer_range_folds.key_lo, answer_range_folds.key_hi) p
     ), folded as (
         select streamseal._key_part(streamseal.tenant_key(a.tenant), answer_range_folds.key_lo, answer_range_folds.key_hi,
                                     answer_range_folds.parts) as part,
@@ -282,7 +247,7 @@ begin
     return query
     with answer as materialized (
         select p.tenant, p.event_type, p.x0, p.x1, p.n, p.watermark
-        from streamseal._answer_range_pairs(answer_range_tenant_digests.requester, answer_range_tenant_digests.lane,
+        from streamseal._answer_scoped_pairs(answer_range_tenant_digests.requester, answer_range_tenant_digests.lane,
                  answer_range_tenant_digests.from_seq, answer_range_tenant_digests.to_seq, answer_range_tenant_digests.scope_types,
                  answer_range_tenant_digests.scope_tenants, answer_range_tenant_digests.settle,
                  answer_range_tenant_digests.key_lo, answer_range_tenant_digests.key_hi) p

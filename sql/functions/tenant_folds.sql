@@ -70,22 +70,37 @@ as $$
 $$;
 
 -- _answer_scoped_pairs is type_digests of lane over [from_seq, to_seq) narrowed to the pairs of
--- the scope that requester is granted, plus the watermark-only row. The tests are hashed IN
--- subplans, not a per-row call of _in_tenant_scope and _granted: at 500 000 pairs those cost
--- 5 s more than the fold itself.
+-- the scope that requester is granted, plus the watermark-only row; given a tenant key range
+-- [key_lo, key_hi) (range_folds.sql: a drill-down step), over the tenants of that range only
+-- (_type_digests_in_range). It is the one scope filter of every answer (answer_type_folds,
+-- answer_tenant_digests_page, answer_range_folds, answer_range_tenant_digests). The tests are
+-- hashed IN subplans, not a per-row call of _in_tenant_scope and _granted: at 500 000 pairs those
+-- cost 5 s more than the fold itself. PL/pgSQL with custom plans, so the key range's presence is a
+-- constant when the statement is planned and only one source is read.
 create function streamseal._answer_scoped_pairs(requester text, lane text, from_seq bigint, to_seq bigint,
-                                                scope_types text[], scope_tenants text[], settle interval)
+                                                scope_types text[], scope_tenants text[], settle interval,
+                                                key_lo bigint default null, key_hi bigint default null)
 returns table (tenant text, event_type text, x0 bigint, x1 bigint, n bigint, watermark bigint)
-language sql
+language plpgsql
 stable
 set search_path = pg_catalog, pg_temp
 set jit = off
 set plan_cache_mode = force_custom_plan
 as $$
+#variable_conflict use_column
+begin
+    return query
     with answer as materialized (
         select d.tenant, d.event_type, d.x0, d.x1, d.n, d.watermark
         from streamseal.type_digests(_answer_scoped_pairs.lane, _answer_scoped_pairs.from_seq,
                                      _answer_scoped_pairs.to_seq, _answer_scoped_pairs.settle) d
+        where _answer_scoped_pairs.key_lo is null
+        union all
+        select d.tenant, d.event_type, d.x0, d.x1, d.n, d.watermark
+        from streamseal._type_digests_in_range(_answer_scoped_pairs.lane, _answer_scoped_pairs.from_seq, _answer_scoped_pairs.to_seq,
+                                               _answer_scoped_pairs.settle, _answer_scoped_pairs.key_lo, _answer_scoped_pairs.key_hi,
+                                               _answer_scoped_pairs.scope_types) d
+        where _answer_scoped_pairs.key_lo is not null
     ), scope as materialized (
         select s.event_type, s.tenant
         from rows from (pg_catalog.unnest(_answer_scoped_pairs.scope_types), pg_catalog.unnest(_answer_scoped_pairs.scope_tenants))
@@ -101,7 +116,8 @@ as $$
       and (a.event_type in (select g.event_type from granted g where g.all_tenants)
            or (a.tenant, a.event_type) in (select g.tenant, g.event_type from granted g where not g.all_tenants))
     union all
-    select null, null, 0::bigint, 0::bigint, 0::bigint, pg_catalog.max(a.watermark) from answer a
+    select null, null, 0::bigint, 0::bigint, 0::bigint, pg_catalog.max(a.watermark) from answer a;
+end
 $$;
 
 -- answer_type_folds is the origin's healthy-audit answer: per event type of the scope, the fold
