@@ -56,9 +56,10 @@ func HandlerUnregister(ctx context.Context, db Querier, name string) (bool, erro
 	return out, handlerErr("unregister handler "+name, err)
 }
 
-// HandlerNames lists the registered handlers by name.
+// HandlerNames lists the registered SQL handlers (the ones `streamseal run` runs) by name; the
+// application runs its own (register_feed_projection, register_feed_reactor).
 func HandlerNames(ctx context.Context, db Querier) ([]string, error) {
-	rows, err := db.Query(ctx, `select h.name from streamseal.handlers h order by h.name`)
+	rows, err := db.Query(ctx, `select h.name from streamseal.handlers h where h.runs_in = 'control_plane' order by h.name`)
 	if err != nil {
 		return nil, handlerErr("list handlers", err)
 	}
@@ -71,6 +72,9 @@ type HandlerStep struct {
 	Read, Applied, Skipped, Parked, Failed, Retried int
 	// CaughtUp: the read found nothing left, nothing held back behind an open transaction.
 	CaughtUp bool
+	// OutOfOrder: events a projection held, not applied, because it had applied a later version
+	// of their stream (the coverage audit rebuilds the stream in version order).
+	OutOfOrder int
 }
 
 // HandlerRun runs one step of a registered handler (streamseal.run_handler): due retries, then up
@@ -78,8 +82,9 @@ type HandlerStep struct {
 // the handler's writes, its cursors and its token move together.
 func HandlerRun(ctx context.Context, db Querier, name string, max int) (HandlerStep, error) {
 	var s HandlerStep
-	err := db.QueryRow(ctx, `select read, applied, skipped, parked, failed, retried, caught_up from streamseal.run_handler($1, $2)`,
-		name, max).Scan(&s.Read, &s.Applied, &s.Skipped, &s.Parked, &s.Failed, &s.Retried, &s.CaughtUp)
+	err := db.QueryRow(ctx, `select read, applied, skipped, parked, failed, retried, caught_up, out_of_order
+		from streamseal.run_handler($1, $2)`,
+		name, max).Scan(&s.Read, &s.Applied, &s.Skipped, &s.Parked, &s.Failed, &s.Retried, &s.CaughtUp, &s.OutOfOrder)
 	return s, handlerErr("run handler "+name, err)
 }
 
@@ -109,19 +114,20 @@ type CoverageLimits struct {
 	Settle time.Duration
 }
 
-// CoverageAuditResult is what one coverage audit found and did.
+// CoverageAuditResult is what one coverage audit found and did. Requested: streams of
+// application projections (feed package) it asked to rebuild themselves.
 type CoverageAuditResult struct {
-	Gaps, Reported, Rebuilt, WouldRebuild, Deferred, Replayed int64
+	Gaps, Reported, Rebuilt, WouldRebuild, Deferred, Replayed, Requested int64
 }
 
 // CoverageAudit runs the local coverage audit (streamseal.coverage_audit) in db's transaction
 // (autocommit: its own).
 func CoverageAudit(ctx context.Context, db Querier, lim CoverageLimits) (CoverageAuditResult, error) {
 	var r CoverageAuditResult
-	err := db.QueryRow(ctx, `select gaps, reported, rebuilt, would_rebuild, deferred, replayed
+	err := db.QueryRow(ctx, `select gaps, reported, rebuilt, would_rebuild, deferred, replayed, requested
 		from streamseal.coverage_audit($1, $2, $3, make_interval(secs => $4))`,
 		lim.MaxReports, lim.MaxRebuilds, lim.ReportOnly, lim.Settle.Seconds()).
-		Scan(&r.Gaps, &r.Reported, &r.Rebuilt, &r.WouldRebuild, &r.Deferred, &r.Replayed)
+		Scan(&r.Gaps, &r.Reported, &r.Rebuilt, &r.WouldRebuild, &r.Deferred, &r.Replayed, &r.Requested)
 	return r, handlerErr("coverage audit", err)
 }
 
