@@ -5,10 +5,13 @@ package store
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // ChannelHandlers is the NOTIFY channel a handler's registration signals, so a running control
@@ -201,4 +204,124 @@ func handlerErr(op string, err error) error {
 		return nil
 	}
 	return classify(op, err)
+}
+
+// FeedProjectionRegister registers a projection the application runs through the feed package
+// (streamseal.register_feed_projection): its cursors and token are written by
+// FeedHandlerAdvance in each batch's transaction, so the coverage audit covers it. resettable:
+// the application can reset one stream (the audit then requests rebuilds, ProjectionRebuildTake).
+// It returns "registered", "updated" or "unchanged"; another scope, kind or runner is
+// ErrInvalidInput.
+func FeedProjectionRegister(ctx context.Context, db Querier, name string, types, tenants []string, resettable, fromStart bool) (string, error) {
+	var out string
+	err := db.QueryRow(ctx, `select streamseal.register_feed_projection($1, $2, $3, $4, $5)`,
+		name, types, textsOrNull(tenants), resettable, fromStart).Scan(&out)
+	return out, handlerErr("register feed projection "+name, err)
+}
+
+// FeedReactorRegister registers a reactor the application runs through the feed package
+// (streamseal.register_feed_reactor), starting at the feed's current end.
+func FeedReactorRegister(ctx context.Context, db Querier, name string, types, tenants []string) (string, error) {
+	var out string
+	err := db.QueryRow(ctx, `select streamseal.register_feed_reactor($1, $2, $3)`, name, types, textsOrNull(tenants)).Scan(&out)
+	return out, handlerErr("register feed reactor "+name, err)
+}
+
+// HandlerToken is a registered handler's stored resume token ("" from the beginning); ok false:
+// no handler of that name.
+func HandlerToken(ctx context.Context, db Querier, name string) (string, bool, error) {
+	var tok *string
+	err := db.QueryRow(ctx, `select h.token from streamseal.handlers h where h.name = $1`, name).Scan(&tok)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return "", false, nil
+	}
+	if err != nil {
+		return "", false, handlerErr("handler token "+name, err)
+	}
+	if tok == nil {
+		return "", true, nil
+	}
+	return *tok, true, nil
+}
+
+// ErrHandlerTokenMoved: another process advanced the handler since this batch was read
+// (FeedHandlerAdvance); roll back and resume from the stored token.
+var ErrHandlerTokenMoved = errors.New("the handler's token moved: another process runs it")
+
+// FeedHandlerAdvance is an application handler's half of a batch, in the batch's transaction
+// (streamseal.feed_handler_advance): it stores to (the token after the batch) if from is still
+// the stored token (else ErrHandlerTokenMoved), folds a projection's cursors over the batch, and
+// returns the ids of the events the handler must leave out: replayed by a rebuild already, or
+// held because a later version of their stream was applied (nil: none, the common case).
+func FeedHandlerAdvance(ctx context.Context, db Querier, name, from, to string, events []FeedEvent, caughtUp bool) (map[uuid.UUID]bool, error) {
+	ids := make([]uuid.UUID, len(events))
+	seqs := make([]int64, len(events))
+	for i, e := range events {
+		ids[i], seqs[i] = e.EventID, e.OriginSeq
+	}
+	rows, err := db.Query(ctx, `select u from streamseal.feed_handler_advance($1, $2, $3, $4, $5, $6) u`,
+		name, from, to, ids, seqs, caughtUp)
+	if err != nil {
+		return nil, advanceErr(name, err)
+	}
+	left, err := pgx.CollectRows(rows, pgx.RowTo[uuid.UUID])
+	if err != nil {
+		return nil, advanceErr(name, err)
+	}
+	if len(left) == 0 {
+		return nil, nil
+	}
+	out := make(map[uuid.UUID]bool, len(left))
+	for _, id := range left {
+		out[id] = true
+	}
+	return out, nil
+}
+
+func advanceErr(name string, err error) error {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && pgErr.Code == "55006" {
+		return fmt.Errorf("advance handler %s: %w (%s)", name, ErrHandlerTokenMoved, pgErr.Message)
+	}
+	return handlerErr("advance handler "+name, err)
+}
+
+// ProjectionStream names one stream of a projection (what a rebuild resets and replays).
+type ProjectionStream struct {
+	Origin, Tenant, StreamID string
+}
+
+// ProjectionRebuildTake takes the oldest rebuild the coverage audit requested of an application
+// projection (streamseal.projection_rebuild_take) in db's transaction, which must reset the
+// stream and apply ProjectionRebuildReplay's events before it commits; ok false: none requested.
+func ProjectionRebuildTake(ctx context.Context, db Querier, name string) (ProjectionStream, bool, error) {
+	var s ProjectionStream
+	err := db.QueryRow(ctx, `select origin, tenant, stream_id from streamseal.projection_rebuild_take($1)`, name).
+		Scan(&s.Origin, &s.Tenant, &s.StreamID)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return s, false, nil
+	}
+	return s, err == nil, handlerErr("take a rebuild of "+name, err)
+}
+
+// ProjectionRebuildReplay returns one stream's events of an application projection's types in
+// stream_version order and refolds its cursors as applied (streamseal.projection_rebuild_replay),
+// in db's transaction. An own event not stamped yet has OriginSeq and TypeSeq 0.
+func ProjectionRebuildReplay(ctx context.Context, db Querier, name string, s ProjectionStream) ([]FeedEvent, error) {
+	rows, err := db.Query(ctx, `
+		select e.event_id, e.origin, coalesce(e.origin_seq, 0), coalesce(e.type_seq, 0), e.tenant, e.stream_id,
+		       e.stream_version, e.event_type, e.flags, e.payload, e.metadata, e.occurred_at, e.stored_at
+		from streamseal.projection_rebuild_replay($1, $2, $3, $4) e`, name, s.Origin, s.Tenant, s.StreamID)
+	if err != nil {
+		return nil, handlerErr("replay a stream of "+name, err)
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (FeedEvent, error) {
+		var e FeedEvent
+		var flags int32
+		err := r.Scan(&e.EventID, &e.Origin, &e.OriginSeq, &e.TypeSeq, &e.Tenant, &e.StreamID, &e.StreamVersion,
+			&e.EventType, &flags, &e.Payload, &e.Metadata, &e.OccurredAt, &e.StoredAt)
+		e.Flags = Flags(flags)
+		return e, err
+	})
+	return out, handlerErr("replay a stream of "+name, err)
 }

@@ -551,7 +551,7 @@ begin
         raise exception 'feed_handler_advance: to_token is empty: expected the token the feed returned with the batch'
             using errcode = '22023';
     end if;
-    if h.token is distinct from pg_catalog.nullif(feed_handler_advance.from_token, '') then
+    if h.token is distinct from nullif(feed_handler_advance.from_token, '') then
         raise exception 'feed_handler_advance: the token of % moved since this batch was read: another process runs it; resume from its stored token',
             pg_catalog.quote_literal(h.name) using errcode = '55006';
     end if;
@@ -560,7 +560,7 @@ begin
         evs := array(
             select row(e.event_id, e.origin, u.origin_seq, e.type_seq, e.tenant, e.stream_id, e.stream_version, e.event_type,
                        e.flags, null::bytea, null::jsonb, e.occurred_at, e.stored_at, false)::streamseal.handler_event
-            from pg_catalog.unnest(feed_handler_advance.event_ids, feed_handler_advance.origin_seqs) with ordinality u(event_id, origin_seq, i)
+            from rows from (pg_catalog.unnest(feed_handler_advance.event_ids), pg_catalog.unnest(feed_handler_advance.origin_seqs)) with ordinality u(event_id, origin_seq, i)
             join streamseal.events e on e.event_id = u.event_id
             order by u.i);
         select b.todo into todo from streamseal._projection_batch_select(h, evs) b;
