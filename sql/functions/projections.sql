@@ -616,16 +616,19 @@ as $$
 $$;
 
 -- _projection_stream_forget drops what a projection recorded of one stream (its cursors and held
--- events) before a rebuild replays it.
-create function streamseal._projection_stream_forget(name text, origin text, tenant text, stream_id text)
+-- events) before a rebuild replays it. Cursors by primary key, one per type (see
+-- _projection_stream_top).
+create function streamseal._projection_stream_forget(name text, event_types text[], origin text, tenant text, stream_id text)
 returns void
 language sql
 volatile
 set search_path = pg_catalog, pg_temp
 as $$
     delete from streamseal.projection_cursors c
+    using pg_catalog.unnest(_projection_stream_forget.event_types) t(event_type)
     where c.projection = _projection_stream_forget.name and c.origin = _projection_stream_forget.origin
-      and c.tenant = _projection_stream_forget.tenant and c.stream_id = _projection_stream_forget.stream_id;
+      and c.tenant = _projection_stream_forget.tenant and c.event_type = t.event_type
+      and c.stream_id = _projection_stream_forget.stream_id;
     delete from streamseal.projection_held c
     where c.projection = _projection_stream_forget.name and c.origin = _projection_stream_forget.origin
       and c.tenant = _projection_stream_forget.tenant and c.stream_id = _projection_stream_forget.stream_id;
@@ -634,16 +637,18 @@ $$;
 -- _projection_stream_mark records in one stream's cursors the snapshot a rebuild replayed it
 -- under and the transaction that ran it: the feed's later delivery of an event visible there is
 -- skipped.
-create function streamseal._projection_stream_mark(name text, origin text, tenant text, stream_id text, snap pg_snapshot,
-                                                   me xid8)
+create function streamseal._projection_stream_mark(name text, event_types text[], origin text, tenant text, stream_id text,
+                                                   snap pg_snapshot, me xid8)
 returns void
 language sql
 volatile
 set search_path = pg_catalog, pg_temp
 as $$
     update streamseal.projection_cursors c set rebuilt_snapshot = _projection_stream_mark.snap, rebuilt_by = _projection_stream_mark.me
+    from pg_catalog.unnest(_projection_stream_mark.event_types) t(event_type)
     where c.projection = _projection_stream_mark.name and c.origin = _projection_stream_mark.origin
-      and c.tenant = _projection_stream_mark.tenant and c.stream_id = _projection_stream_mark.stream_id
+      and c.tenant = _projection_stream_mark.tenant and c.event_type = t.event_type
+      and c.stream_id = _projection_stream_mark.stream_id
 $$;
 
 -- _projection_rebuild_stream resets one stream of a projection through its reset hook and replays
@@ -665,7 +670,8 @@ declare
 begin
     execute pg_catalog.format('select %s($1, $2, $3)', (_projection_rebuild_stream.h).reset)
         using _projection_rebuild_stream.origin, _projection_rebuild_stream.tenant, _projection_rebuild_stream.stream_id;
-    perform streamseal._projection_stream_forget((_projection_rebuild_stream.h).name, _projection_rebuild_stream.origin,
+    perform streamseal._projection_stream_forget((_projection_rebuild_stream.h).name, (_projection_rebuild_stream.h).event_types,
+        _projection_rebuild_stream.origin,
         _projection_rebuild_stream.tenant, _projection_rebuild_stream.stream_id);
     for e in
         select * from streamseal._projection_stream_events(_projection_rebuild_stream.h, _projection_rebuild_stream.origin,
@@ -675,7 +681,8 @@ begin
             e, (_projection_rebuild_stream.h).event_types);
         replayed := replayed + 1;
     end loop;
-    perform streamseal._projection_stream_mark((_projection_rebuild_stream.h).name, _projection_rebuild_stream.origin,
+    perform streamseal._projection_stream_mark((_projection_rebuild_stream.h).name, (_projection_rebuild_stream.h).event_types,
+        _projection_rebuild_stream.origin,
         _projection_rebuild_stream.tenant, _projection_rebuild_stream.stream_id, snap, me);
     return replayed;
 end
@@ -730,12 +737,12 @@ begin
         raise exception 'projection_rebuild_replay: % is a reactor: only a projection is rebuilt',
             pg_catalog.quote_literal(h.name) using errcode = '22023';
     end if;
-    perform streamseal._projection_stream_forget(h.name, projection_rebuild_replay.origin, projection_rebuild_replay.tenant,
+    perform streamseal._projection_stream_forget(h.name, h.event_types, projection_rebuild_replay.origin, projection_rebuild_replay.tenant,
         projection_rebuild_replay.stream_id);
     evs := array(select e from streamseal._projection_stream_events(h, projection_rebuild_replay.origin,
         projection_rebuild_replay.tenant, projection_rebuild_replay.stream_id, snap, me) e);
     perform streamseal._projection_cursor_fold(h.name, evs);
-    perform streamseal._projection_stream_mark(h.name, projection_rebuild_replay.origin, projection_rebuild_replay.tenant,
+    perform streamseal._projection_stream_mark(h.name, h.event_types, projection_rebuild_replay.origin, projection_rebuild_replay.tenant,
         projection_rebuild_replay.stream_id, snap, me);
     return query select * from pg_catalog.unnest(evs);
 end
