@@ -147,6 +147,11 @@ type HandlerState struct {
 	LastError      string     `json:"last_error"`
 	Findings       int64      `json:"coverage_findings"`
 	RunError       string     `json:"run_error"`
+	// RunsIn: "control_plane" (a SQL handler `streamseal run` runs) or "application" (the Go
+	// feed package's named subscriber). HeldOutOfOrder: events a projection holds because they
+	// landed below a version of their stream it had applied (the coverage audit rebuilds them).
+	RunsIn         string `json:"runs_in"`
+	HeldOutOfOrder int64  `json:"held_out_of_order"`
 }
 
 // HandlerStates lists every registered handler with its failures and coverage findings.
@@ -158,7 +163,8 @@ func HandlerStates(ctx context.Context, db Querier) ([]HandlerState, error) {
 		       coalesce((select f.error from streamseal.handler_failures f where f.handler = h.name
 		                 order by f.last_failed_at desc limit 1), ''),
 		       (select count(*) from streamseal.coverage_findings c where c.projection = h.name),
-		       coalesce(h.run_error, '')
+		       coalesce(h.run_error, ''), h.runs_in,
+		       (select count(*) from streamseal.projection_held o where o.projection = h.name)
 		from streamseal.handlers h
 		order by h.name`)
 	if err != nil {
@@ -167,7 +173,7 @@ func HandlerStates(ctx context.Context, db Querier) ([]HandlerState, error) {
 	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (HandlerState, error) {
 		var s HandlerState
 		err := r.Scan(&s.Name, &s.Kind, &s.Types, &s.Applied, &s.CaughtUpAt, &s.BornLate, &s.FailingStreams,
-			&s.OldestFailure, &s.LastError, &s.Findings, &s.RunError)
+			&s.OldestFailure, &s.LastError, &s.Findings, &s.RunError, &s.RunsIn, &s.HeldOutOfOrder)
 		return s, err
 	})
 	return out, handlerErr("handler states", err)

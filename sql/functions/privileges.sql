@@ -95,6 +95,8 @@ grant select on table streamseal.broadcast_answers to streamseal_application;
 grant select on table streamseal.handlers to streamseal_application;
 grant select on table streamseal.handler_failures to streamseal_application;
 grant select on table streamseal.coverage_findings to streamseal_application;
+-- Events projections hold out of order until the coverage audit rebuilds their streams (status).
+grant select on table streamseal.projection_held to streamseal_application;
 
 -- The control plane (streamseal_control): the whole engine, owning nothing.
 grant usage on schema streamseal to streamseal_control;
