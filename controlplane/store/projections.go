@@ -78,6 +78,9 @@ type HandlerStep struct {
 	// OutOfOrder: events a projection held, not applied, because it had applied a later version
 	// of their stream (the coverage audit rebuilds the stream in version order).
 	OutOfOrder int
+	// OrderRebuilds: streams the run then rebuilt in version order (at most
+	// run_handler's max_order_rebuilds, 5).
+	OrderRebuilds int
 }
 
 // HandlerRun runs one step of a registered handler (streamseal.run_handler): due retries, then up
@@ -85,9 +88,9 @@ type HandlerStep struct {
 // the handler's writes, its cursors and its token move together.
 func HandlerRun(ctx context.Context, db Querier, name string, max int) (HandlerStep, error) {
 	var s HandlerStep
-	err := db.QueryRow(ctx, `select read, applied, skipped, parked, failed, retried, caught_up, out_of_order
+	err := db.QueryRow(ctx, `select read, applied, skipped, parked, failed, retried, caught_up, out_of_order, order_rebuilds
 		from streamseal.run_handler($1, $2)`,
-		name, max).Scan(&s.Read, &s.Applied, &s.Skipped, &s.Parked, &s.Failed, &s.Retried, &s.CaughtUp, &s.OutOfOrder)
+		name, max).Scan(&s.Read, &s.Applied, &s.Skipped, &s.Parked, &s.Failed, &s.Retried, &s.CaughtUp, &s.OutOfOrder, &s.OrderRebuilds)
 	return s, handlerErr("run handler "+name, err)
 }
 

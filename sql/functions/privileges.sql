@@ -78,7 +78,7 @@ grant execute on function streamseal.unregister_handler(text) to streamseal_appl
 -- each batch, take and replay the rebuilds the coverage audit requests (projections.sql).
 grant execute on function streamseal.register_feed_projection(text, text[], text[], boolean, boolean) to streamseal_application;
 grant execute on function streamseal.register_feed_reactor(text, text[], text[]) to streamseal_application;
-grant execute on function streamseal.feed_handler_advance(text, text, text, uuid[], bigint[], boolean) to streamseal_application;
+grant execute on function streamseal.feed_handler_advance(text, text, text, uuid[], bigint[], boolean, integer) to streamseal_application;
 grant execute on function streamseal.projection_rebuild_take(text) to streamseal_application;
 grant execute on function streamseal.projection_rebuild_replay(text, text, text, text) to streamseal_application;
 

@@ -536,10 +536,12 @@ $$;
 -- feed's origin_seqs beside them) into its cursors as run_handler does, leaving out what a
 -- rebuild already replayed and holding what lands below a version of its stream already applied.
 -- It returns the ids the handler must not apply (usually none); the handler applies the rest.
+-- A projection that can reset is asked to rebuild up to max_order_rebuilds streams it holds
+-- events of (_projection_order_rebuilds: projection_rebuild_requests, taken before its next read).
 -- caught_up: the read found nothing and nothing held back (the coverage audit judges the
 -- projection from then). A reactor's batch only moves its token.
 create function streamseal.feed_handler_advance(name text, from_token text, to_token text, event_ids uuid[],
-                                                origin_seqs bigint[], caught_up boolean)
+                                                origin_seqs bigint[], caught_up boolean, max_order_rebuilds integer default 5)
 returns setof uuid
 language plpgsql
 volatile
@@ -579,6 +581,7 @@ begin
         n_applied := pg_catalog.cardinality(todo);
         return query select u.event_id from pg_catalog.unnest(feed_handler_advance.event_ids) u(event_id)
                      except select t.event_id from pg_catalog.unnest(todo) t;
+        perform streamseal._projection_order_rebuilds(h, coalesce(feed_handler_advance.max_order_rebuilds, 0));
     end if;
     update streamseal.handlers x
     set token = feed_handler_advance.to_token, applied = x.applied + n_applied, last_run_at = pg_catalog.now(),
@@ -748,6 +751,63 @@ begin
 end
 $$;
 
+-- _projection_order_rebuilds rebuilds, in stream_version order, up to max streams a projection
+-- holds events of (oldest held first; issue 19 item 2), so a late repair reaches the state in
+-- order at once rather than at the next coverage audit: a SQL projection with a reset hook is
+-- rebuilt here (one subtransaction a stream: a reset that raises leaves the stream held, for the
+-- audit to report); an application projection that can reset is asked to
+-- (projection_rebuild_requests; its subscriber performs it before reading on). Streams beyond
+-- max, and projections that cannot reset, wait for the coverage audit (out_of_order). Returns
+-- how many streams it rebuilt or requested. The caller holds the handler's lock.
+create function streamseal._projection_order_rebuilds(h streamseal.handlers, max integer)
+returns integer
+language plpgsql
+volatile
+set search_path = pg_catalog, pg_temp
+as $$
+declare
+    s record;
+    done integer := 0;
+begin
+    if _projection_order_rebuilds.max < 1 or (_projection_order_rebuilds.h).kind <> 'projection'
+       or not exists (select from streamseal.projection_held o where o.projection = (_projection_order_rebuilds.h).name) then
+        return 0;
+    end if;
+    if (_projection_order_rebuilds.h).runs_in = 'application' then
+        if not (_projection_order_rebuilds.h).application_reset then
+            return 0;
+        end if;
+        insert into streamseal.projection_rebuild_requests (projection, origin, tenant, stream_id)
+        select (_projection_order_rebuilds.h).name, o.origin, o.tenant, o.stream_id from streamseal.projection_held o
+        where o.projection = (_projection_order_rebuilds.h).name
+        group by o.origin, o.tenant, o.stream_id
+        order by pg_catalog.min(o.held_at), o.origin, o.tenant, o.stream_id
+        limit _projection_order_rebuilds.max
+        on conflict do nothing;
+        get diagnostics done = row_count;
+        return done;
+    end if;
+    if (_projection_order_rebuilds.h).reset is null then
+        return 0;
+    end if;
+    for s in
+        select o.origin, o.tenant, o.stream_id from streamseal.projection_held o
+        where o.projection = (_projection_order_rebuilds.h).name
+        group by o.origin, o.tenant, o.stream_id
+        order by pg_catalog.min(o.held_at), o.origin, o.tenant, o.stream_id
+        limit _projection_order_rebuilds.max
+    loop
+        begin
+            perform streamseal._projection_rebuild_stream(_projection_order_rebuilds.h, s.origin, s.tenant, s.stream_id);
+            done := done + 1;
+        exception when others then
+            null; -- the stream stays held: the coverage audit reports it (out_of_order)
+        end;
+    end loop;
+    return done;
+end
+$$;
+
 -- _handler_park records that a handler failed on ev (its stream waits from here) or, when the
 -- stream waits already, parks ev behind the failing event.
 create function streamseal._handler_park(name text, ev streamseal.handler_event, error text, sqlstate text,
@@ -782,12 +842,15 @@ $$;
 -- caught_up: the read found nothing (and nothing held back): the handler has everything the feed
 -- had when this transaction started. out_of_order: events a projection held, not applied, as it had
 -- applied a later version of their stream (projection_held; the coverage audit rebuilds the
--- stream in order). Refuses an unregistered name (P0002) and a handler the application runs
--- (22023: it advances itself with feed_handler_advance).
+-- stream in order); order_rebuilds: streams this run then rebuilt in version order, at most
+-- max_order_rebuilds (_projection_order_rebuilds; the rest wait for the next run or the coverage
+-- audit). Refuses an unregistered name (P0002) and a handler the application runs (22023: it
+-- advances itself with feed_handler_advance).
 create function streamseal.run_handler(name text, max_events integer default 500,
-                                       backoff_base interval default '1 second', max_attempts integer default 12)
+                                       backoff_base interval default '1 second', max_attempts integer default 12,
+                                       max_order_rebuilds integer default 5)
 returns table (read integer, applied integer, skipped integer, parked integer, failed integer, retried integer,
-               caught_up boolean, out_of_order integer)
+               caught_up boolean, out_of_order integer, order_rebuilds integer)
 language plpgsql
 volatile
 set search_path = pg_catalog, pg_temp
@@ -815,6 +878,10 @@ begin
     if run_handler.max_events is null or run_handler.max_events < 1 or run_handler.max_events > 10000 then
         raise exception 'run_handler: max_events % is invalid: expected 1 to 10000',
             coalesce(run_handler.max_events::text, 'null') using errcode = '22023';
+    end if;
+    if run_handler.max_order_rebuilds is null or run_handler.max_order_rebuilds < 0 then
+        raise exception 'run_handler: max_order_rebuilds % is invalid: expected 0 or more',
+            coalesce(run_handler.max_order_rebuilds::text, 'null') using errcode = '22023';
     end if;
     perform pg_catalog.pg_advisory_xact_lock(streamseal._handler_lock_key(run_handler.name));
     select * into h from streamseal.handlers x where x.name = run_handler.name;
@@ -921,7 +988,8 @@ begin
         where x.projection = h.name and x.event_id = any (array(select u.event_id from pg_catalog.unnest(evs) u));
     end if;
     return query select pg_catalog.cardinality(evs), n_applied, n_skipped, n_parked, n_failed, n_retried,
-        pg_catalog.cardinality(evs) = 0 and coalesce(held, 0) = 0, n_held;
+        pg_catalog.cardinality(evs) = 0 and coalesce(held, 0) = 0, n_held,
+        streamseal._projection_order_rebuilds(h, run_handler.max_order_rebuilds);
 end
 $$;
 
