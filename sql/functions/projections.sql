@@ -793,6 +793,10 @@ begin
     for s in
         select o.origin, o.tenant, o.stream_id from streamseal.projection_held o
         where o.projection = (_projection_order_rebuilds.h).name
+          -- A stream waiting on a failing event is the failure's until its retry drains it.
+          and not exists (select from streamseal.handler_failures w
+                          where w.handler = o.projection and w.origin = o.origin and w.tenant = o.tenant
+                            and w.stream_id = o.stream_id)
         group by o.origin, o.tenant, o.stream_id
         order by pg_catalog.min(o.held_at), o.origin, o.tenant, o.stream_id
         limit _projection_order_rebuilds.max
