@@ -2,6 +2,7 @@ package feed_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -179,5 +180,40 @@ func TestFeed_ANamedGoProjectionIsCoveredAndRebuiltByTheAudit(t *testing.T) {
 	if n := scalar[int64](t, pool, `select count(*) from streamseal.coverage_findings
 		where projection = 'go-late' and stream_id = 'o' and kind = 'out_of_order' and action = 'no_reset_hook'`); n != 1 {
 		t.Errorf("out_of_order findings of go-late on o: %d; want 1", n)
+	}
+}
+
+// A named Go projection's state, cursors and token commit together (issue 19: "a crash never
+// leaves state and cursor apart"): a handler that fails after writing part of a batch rolls the
+// batch back whole, cursors and token with it; the subscriber restarted under the same name
+// resumes from the stored token, applies every event once (a second apply would violate the
+// state's primary key) and the coverage audit finds it covered.
+func TestFeed_ANamedProjectionFailingMidBatchKeepsStateAndCursorsTogether(t *testing.T) {
+	t.Parallel()
+	pool := dbtest.NewPool(t, "billing")
+	ctx := context.Background()
+	ingest(t, pool, 1, 2, 3, 4)
+	p := newGoProjection(t, pool, "go_crash")
+	opts := feed.Options{Kind: feed.Projection, Name: "go-crash", Types: []string{placed}, Reset: p.reset}
+	crash := fmt.Errorf("the process dies mid-batch")
+	err := feed.NewSubscriber(pool, opts).Run(ctx, func(ctx context.Context, tx pgx.Tx, b feed.Batch) error {
+		if err := p.fold(ctx, tx, feed.Batch{Events: b.Events[:len(b.Events)/2]}); err != nil {
+			return err
+		}
+		return crash
+	})
+	if !errors.Is(err, crash) {
+		t.Fatalf("the failing run returned %v; want the handler's error", err)
+	}
+	if n := scalar[int64](t, pool, `select (select count(*) from public.go_crash) + (select count(*) from streamseal.projection_cursors)`); n != 0 {
+		t.Fatalf("after the failed batch: %d rows of state and cursors; want none (the batch rolled back whole)", n)
+	}
+	testrun.Go(t, "restarted projection", func(ctx context.Context) error { return feed.NewSubscriber(pool, opts).Run(ctx, p.fold) })
+	testrun.WaitFor(t, "the restarted projection catches up", func() bool { return caughtUp(t, pool, "go-crash", 4) })
+	if n := scalar[int64](t, pool, `select count(*) from public.go_crash`); n != 4 {
+		t.Errorf("state rows after the restart: %d; want 4", n)
+	}
+	if res := audit(t, pool); res.Gaps != 0 {
+		t.Errorf("audit after the restart: %+v; want covered", res)
 	}
 }
