@@ -92,10 +92,13 @@ type Options struct {
 	// batch into the projection's per-stream cursors (streamseal.feed_handler_advance), so state,
 	// cursors and token commit together. A named projection is handed each stream in
 	// stream_version order: an event that lands below a version of its stream it already applied
-	// (a late repair) is left out of the batch and held; the coverage audit reports it
-	// (out_of_order) and has the stream rebuilt through Reset. Types must be given. Registering
-	// the same name with another kind, scope or start is refused (ErrBadRequest-like
-	// store.ErrInvalidInput): unregister it first (streamseal.unregister_handler).
+	// (a late repair) is left out of the batch and held, and the stream is rebuilt through Reset
+	// before the next read (a few streams a batch; the coverage audit reports and rebuilds the
+	// rest: out_of_order). Types must be given. Registering
+	// the same name with another kind or scope is refused (store.ErrInvalidInput): unregister it
+	// first (streamseal.unregister_handler). Another process running the same name is safe: a
+	// batch's token is stored only if it is still the one the batch was read from, so each batch
+	// commits in one of them; the other reloads the token and reads on.
 	Name string
 	// StartAtEnd: a named projection starts at the feed's current end instead of folding the
 	// store's history first; the coverage audit then finds the history it was born after

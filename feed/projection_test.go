@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 
@@ -215,5 +216,44 @@ func TestFeed_ANamedProjectionFailingMidBatchKeepsStateAndCursorsTogether(t *tes
 	}
 	if res := audit(t, pool); res.Gaps != 0 {
 		t.Errorf("audit after the restart: %+v; want covered", res)
+	}
+}
+
+// Invariant 13 (bad input refused with a reason, nothing changes): a named subscriber must be a
+// Projection or a Reactor, takes no Resume (the store keeps its token), a reactor no Reset; the
+// store refuses a name registered with another scope. Each is an error from Run, and nothing is
+// registered by a refused one.
+func TestFeed_NamedSubscriberRefusals(t *testing.T) {
+	t.Parallel()
+	pool := dbtest.NewPool(t, "billing")
+	ctx := context.Background()
+	noop := func(context.Context, pgx.Tx, feed.Batch) error { return nil }
+	reset := func(context.Context, pgx.Tx, feed.Stream) error { return nil }
+	for _, tc := range []struct {
+		name string
+		opts feed.Options
+		want string
+	}{
+		{"KindAll", feed.Options{Name: "x-all", Types: []string{placed}}, "a named subscriber is a Projection or a Reactor"},
+		{"Resume", feed.Options{Kind: feed.Projection, Name: "x-resume", Types: []string{placed}, Resume: "abc"}, "Resume is set"},
+		{"ReactorReset", feed.Options{Kind: feed.Reactor, Name: "x-reset", Types: []string{placed}, Reset: reset}, "Reset is set on a reactor"},
+		{"NoTypes", feed.Options{Kind: feed.Projection, Name: "x-types"}, "event_types"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := feed.NewSubscriber(pool, tc.opts).Run(ctx, noop)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("Run: %v; want an error saying %q", err, tc.want)
+			}
+		})
+	}
+	if _, err := store.FeedProjectionRegister(ctx, pool, "x-scope", []string{placed}, nil, false, true); err != nil {
+		t.Fatal(err)
+	}
+	err := feed.NewSubscriber(pool, feed.Options{Kind: feed.Projection, Name: "x-scope", Types: []string{"order.shipped"}}).Run(ctx, noop)
+	if !errors.Is(err, store.ErrInvalidInput) || !strings.Contains(err.Error(), "unregister_handler") {
+		t.Fatalf("Run over another scope: %v; want ErrInvalidInput naming unregister_handler", err)
+	}
+	if n := scalar[int64](t, pool, `select count(*) from streamseal.handlers`); n != 1 {
+		t.Errorf("handlers registered: %d; want only x-scope", n)
 	}
 }
