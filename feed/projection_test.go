@@ -257,3 +257,33 @@ func TestFeed_NamedSubscriberRefusals(t *testing.T) {
 		t.Errorf("handlers registered: %d; want only x-scope", n)
 	}
 }
+
+// Two processes running one named projection (replicas) apply each event once (invariant 2):
+// a batch's token is stored only from the token it was read from, so the batch commits in one
+// of them; the other reloads the token and reads on. The state's primary key would refuse a
+// second apply (and stop that subscriber, failing the test).
+func TestFeed_TwoSubscribersOfOneNameApplyEachEventOnce(t *testing.T) {
+	t.Parallel()
+	pool := dbtest.NewPool(t, "billing")
+	p := newGoProjection(t, pool, "go_twice")
+	opts := feed.Options{Kind: feed.Projection, Name: "go-twice", Types: []string{placed}, BatchSize: 7}
+	if _, err := store.FeedProjectionRegister(context.Background(), pool, "go-twice", []string{placed}, nil, false, true); err != nil {
+		t.Fatal(err)
+	}
+	testrun.Go(t, "first replica", func(ctx context.Context) error { return feed.NewSubscriber(pool, opts).Run(ctx, p.fold) })
+	testrun.Go(t, "second replica", func(ctx context.Context) error { return feed.NewSubscriber(pool, opts).Run(ctx, p.fold) })
+	seqs := make([]int64, 100)
+	for i := range seqs {
+		seqs[i] = int64(i + 1)
+	}
+	for i := 0; i < len(seqs); i += 10 {
+		ingest(t, pool, seqs[i:i+10]...)
+	}
+	testrun.WaitFor(t, "the replicas apply all 100 events", func() bool { return caughtUp(t, pool, "go-twice", 100) })
+	if n := scalar[int64](t, pool, `select count(*) from public.go_twice`); n != 100 {
+		t.Errorf("state rows: %d; want 100", n)
+	}
+	if res := audit(t, pool); res.Gaps != 0 {
+		t.Errorf("audit: %+v; want covered", res)
+	}
+}
