@@ -278,10 +278,14 @@ set search_path = pg_catalog, pg_temp
 as $$
     select pg_catalog.max(c.stream_version)
     from pg_catalog.unnest(_projection_stream_top.event_types) t(event_type)
-    join streamseal.projection_cursors c
-      on c.projection = _projection_stream_top.name and c.origin = _projection_stream_top.origin
-     and c.tenant = _projection_stream_top.tenant and c.event_type = t.event_type
-     and c.stream_id = _projection_stream_top.stream_id
+    -- A fenced lateral probe: a lookup per type, never a join over the projection's cursors.
+    cross join lateral (
+        select x.stream_version from streamseal.projection_cursors x
+        where x.projection = _projection_stream_top.name and x.origin = _projection_stream_top.origin
+          and x.tenant = _projection_stream_top.tenant and x.event_type = t.event_type
+          and x.stream_id = _projection_stream_top.stream_id
+        offset 0
+    ) c
 $$;
 
 -- _projection_hold records that a projection holds ev: it had applied version applied_version of
@@ -371,8 +375,9 @@ $$;
 -- _projection_batch_select picks, of a batch in feed order, the events a projection applies now:
 -- not those a rebuild already replayed (visible in their cursor's rebuilt_snapshot), and not
 -- those below a version of their stream it applied already (before this batch, or earlier in it):
--- those are held (projection_held; the coverage audit rebuilds the stream in version order). One
--- set-based pass: a probe of the cursors per stream of the batch, a window over the batch.
+-- those are held (projection_held; the run rebuilds the stream in version order, or the coverage
+-- audit does). Set-based: a probe of the cursors per (stream, type) of the batch, a window over
+-- the batch.
 create function streamseal._projection_batch_select(h streamseal.handlers, evs streamseal.handler_event[],
                                                     out todo streamseal.handler_event[], out held integer)
 language plpgsql
