@@ -35,3 +35,34 @@ func ExampleSubscribe() {
 		log.Fatal(err) // feed.ErrBadRequest, ErrConflict, ErrGone: the token cannot be honoured here
 	}
 }
+
+// A named projection is registered in the store (streamseal.register_feed_projection): the store
+// keeps its token and per-stream cursors, written in each batch's transaction with the handler's
+// own writes, so the local coverage audit proves it reached every stream's head. A stream the
+// audit finds short, skipped, born late or out of order is rebuilt here: Reset, then the
+// stream's events in version order as one Batch{Replay: true}.
+func ExampleOptions_name() {
+	ctx := context.Background()
+	pool, err := pgxpool.New(ctx, "postgres:///billing")
+	if err != nil {
+		log.Fatal(err)
+	}
+	sub := feed.NewSubscriber(pool, feed.Options{
+		Kind: feed.Projection, Name: "orders-seen", Types: []string{"order.placed"},
+		Reset: func(ctx context.Context, tx pgx.Tx, s feed.Stream) error {
+			_, err := tx.Exec(ctx, "delete from orders_seen where stream_id = $1", s.StreamID)
+			return err
+		},
+	})
+	err = sub.Run(ctx, func(ctx context.Context, tx pgx.Tx, b feed.Batch) error {
+		for _, e := range b.Events {
+			if _, err := tx.Exec(ctx, "insert into orders_seen (stream_id, event_id) values ($1, $2)", e.StreamID, e.EventID); err != nil {
+				return err
+			}
+		}
+		return nil // the store keeps the token
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+}

@@ -15,6 +15,7 @@ package feed
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -82,6 +83,39 @@ type Options struct {
 	BatchSize int
 	// HeldRecheck: 0 means HeldRecheckDefault.
 	HeldRecheck time.Duration
+
+	// Name registers the subscriber with the store as a projection or reactor the application
+	// runs (Kind Projection or Reactor; streamseal.register_feed_projection, register_feed_reactor;
+	// issue 19), so the local coverage audit covers a Go projection as it covers a SQL one. The
+	// store then keeps the token (Resume must be ""; a restart resumes where the last committed
+	// batch left off) and, in each batch's transaction, the subscriber stores it and folds the
+	// batch into the projection's per-stream cursors (streamseal.feed_handler_advance), so state,
+	// cursors and token commit together. A named projection is handed each stream in
+	// stream_version order: an event that lands below a version of its stream it already applied
+	// (a late repair) is left out of the batch and held, and the stream is rebuilt through Reset
+	// before the next read (a few streams a batch; the coverage audit reports and rebuilds the
+	// rest: out_of_order). Types must be given. Registering
+	// the same name with another kind or scope is refused (store.ErrInvalidInput): unregister it
+	// first (streamseal.unregister_handler). Another process running the same name is safe: a
+	// batch's token is stored only if it is still the one the batch was read from, so each batch
+	// commits in one of them; the other reloads the token and reads on.
+	Name string
+	// StartAtEnd: a named projection starts at the feed's current end instead of folding the
+	// store's history first; the coverage audit then finds the history it was born after
+	// (born_late) and has it rebuilt, capped. A named reactor always starts at the end.
+	StartAtEnd bool
+	// Reset, for a named projection, clears the state it built for one stream, in tx. With Reset
+	// the coverage audit asks for the rebuild of a stream it finds short, skipped, born late or
+	// out of order (at most --max-auto-rebuilds-per-audit per audit); the subscriber performs it
+	// in one transaction: Reset, then the handler with a Batch{Replay: true} of the stream's
+	// events in stream_version order, then commit. nil: findings are reported (no_reset_hook),
+	// never rebuilt.
+	Reset func(ctx context.Context, tx pgx.Tx, stream Stream) error
+}
+
+// Stream names one stream of the store: what a Reset clears.
+type Stream struct {
+	Origin, Tenant, StreamID string
 }
 
 // Event is one event of the feed.
@@ -105,6 +139,10 @@ type Event struct {
 type Batch struct {
 	Events []Event
 	Token  string
+	// Replay: a rebuild of one stream of a named projection (after its Reset): the stream's events
+	// of the projection's types in stream_version order, as the store holds them; Token is the
+	// token already stored (a replay does not move it).
+	Replay bool
 	// Held counts committed copies this read could not hand out yet: an open transaction (of
 	// any database in the cluster) that began before they landed holds them. An empty batch
 	// with Held > 0 is not "caught up": read again.
@@ -166,13 +204,24 @@ func (s *Subscriber) Run(ctx context.Context, handler Handler) error {
 	}
 	conn := pooled.Hijack()
 	defer conn.Close(context.WithoutCancel(ctx))
-	for _, channel := range []string{store.ChannelFeed, store.ChannelStamped} {
+	channels := []string{store.ChannelFeed, store.ChannelStamped}
+	if s.opts.Name != "" {
+		// The coverage audit's rebuild requests wake a named projection.
+		channels = append(channels, store.ChannelHandlers)
+		if err := s.register(ctx); err != nil {
+			return err
+		}
+	}
+	for _, channel := range channels {
 		if err := store.Listen(ctx, conn, channel); err != nil {
 			return fmt.Errorf("feed: %w", err)
 		}
 	}
 	held := s.opts.HeldRecheck
 	for {
+		if err := s.rebuilds(ctx, handler); err != nil {
+			return err
+		}
 		n, heldCopies, err := s.step(ctx, handler)
 		if err != nil {
 			return err
@@ -213,6 +262,25 @@ func (s *Subscriber) step(ctx context.Context, handler Handler) (int, int64, err
 		return 0, 0, err
 	}
 	events := forKind(s.opts.Kind, convert(b.Events))
+	if s.opts.Name != "" {
+		leave, err := store.FeedHandlerAdvance(ctx, tx, s.opts.Name, s.Token(), b.Token, b.Events, len(b.Events) == 0 && b.Held == 0)
+		if errors.Is(err, store.ErrHandlerTokenMoved) {
+			// Another process running the same name applied this batch: read on from its token.
+			return 1, 0, s.reloadToken(ctx)
+		}
+		if err != nil {
+			return 0, 0, fmt.Errorf("feed: %w", err)
+		}
+		if leave != nil {
+			kept := events[:0]
+			for _, e := range events {
+				if !leave[e.EventID] {
+					kept = append(kept, e)
+				}
+			}
+			events = kept
+		}
+	}
 	if len(events) > 0 {
 		if err := handler(ctx, tx, Batch{Events: events, Token: b.Token}); err != nil {
 			return 0, 0, fmt.Errorf("feed: handler: %w", err)
@@ -226,6 +294,91 @@ func (s *Subscriber) step(ctx context.Context, handler Handler) (int, int64, err
 	s.mu.Unlock()
 	s.delivered.Add(int64(len(events)))
 	return len(b.Events), b.Held, nil
+}
+
+// register registers a named subscriber with the store and loads its stored token.
+func (s *Subscriber) register(ctx context.Context) error {
+	name := s.opts.Name
+	switch {
+	case s.opts.Kind != Projection && s.opts.Kind != Reactor:
+		return fmt.Errorf("feed: subscriber %q: a named subscriber is a Projection or a Reactor: set Options.Kind", name)
+	case s.opts.Resume != "":
+		return fmt.Errorf("feed: subscriber %q: Resume is set: a named subscriber resumes from the token the store keeps for it", name)
+	case s.opts.Reset != nil && s.opts.Kind != Projection:
+		return fmt.Errorf("feed: subscriber %q: Reset is set on a reactor: only a projection is rebuilt", name)
+	}
+	var err error
+	if s.opts.Kind == Projection {
+		_, err = store.FeedProjectionRegister(ctx, s.pool, name, s.opts.Types, s.opts.Tenants, s.opts.Reset != nil, !s.opts.StartAtEnd)
+	} else {
+		_, err = store.FeedReactorRegister(ctx, s.pool, name, s.opts.Types, s.opts.Tenants)
+	}
+	if err != nil {
+		return fmt.Errorf("feed: %w", err)
+	}
+	return s.reloadToken(ctx)
+}
+
+func (s *Subscriber) reloadToken(ctx context.Context) error {
+	tok, ok, err := store.HandlerToken(ctx, s.pool, s.opts.Name)
+	if err != nil {
+		return fmt.Errorf("feed: %w", err)
+	}
+	if !ok {
+		return fmt.Errorf("feed: subscriber %q is no longer registered (streamseal.unregister_handler): stopping", s.opts.Name)
+	}
+	s.mu.Lock()
+	s.token = tok
+	s.mu.Unlock()
+	return nil
+}
+
+// RebuildsPerWakeDefault bounds the rebuilds a named projection performs before it reads the
+// feed again (the audit caps what it requests per audit anyway).
+const RebuildsPerWakeDefault = 100
+
+// rebuilds performs the rebuilds the coverage audit requested of a named projection with a Reset,
+// each in one transaction: take the request, Reset the stream, replay its events through the
+// handler, commit (a failure rolls back and leaves the request for the next attempt).
+func (s *Subscriber) rebuilds(ctx context.Context, handler Handler) error {
+	if s.opts.Name == "" || s.opts.Kind != Projection || s.opts.Reset == nil {
+		return nil
+	}
+	for i := 0; i < RebuildsPerWakeDefault; i++ {
+		done, err := s.rebuildOne(ctx, handler)
+		if err != nil || done {
+			return err
+		}
+	}
+	return nil
+}
+
+func (s *Subscriber) rebuildOne(ctx context.Context, handler Handler) (done bool, err error) {
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return false, fmt.Errorf("feed: begin a rebuild: %w", err)
+	}
+	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
+	stream, ok, err := store.ProjectionRebuildTake(ctx, tx, s.opts.Name)
+	if err != nil || !ok {
+		return true, err
+	}
+	if err := s.opts.Reset(ctx, tx, Stream(stream)); err != nil {
+		return false, fmt.Errorf("feed: reset of stream %s/%s/%s: %w", stream.Origin, stream.Tenant, stream.StreamID, err)
+	}
+	events, err := store.ProjectionRebuildReplay(ctx, tx, s.opts.Name, stream)
+	if err != nil {
+		return false, fmt.Errorf("feed: %w", err)
+	}
+	if len(events) > 0 {
+		if err := handler(ctx, tx, Batch{Events: convert(events), Token: s.Token(), Replay: true}); err != nil {
+			return false, fmt.Errorf("feed: handler (replay of stream %s/%s/%s): %w", stream.Origin, stream.Tenant, stream.StreamID, err)
+		}
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return false, fmt.Errorf("feed: commit a rebuild: %w", err)
+	}
+	return false, nil
 }
 
 // Read reads one batch of up to max events after token ("" from the beginning) outside any

@@ -38,7 +38,8 @@ func TestMigrate_UpgradeMovesOwnNumbersInPlace(t *testing.T) {
 	// What the migrations after 032 created goes too, so the upgrade re-applies them as a
 	// database of version 31 would (each later migration adds its objects here).
 	mustExec(t, conn, `drop table streamseal.handlers, streamseal.projection_cursors, streamseal.handler_failures,
-		streamseal.handler_parked, streamseal.coverage_findings cascade`)
+		streamseal.handler_parked, streamseal.coverage_findings, streamseal.projection_held,
+		streamseal.projection_rebuild_requests cascade`)
 	mustExec(t, conn, `drop type streamseal.handler_event cascade`)
 	mustExec(t, conn, `create index events_unstamped on streamseal.events (local_id) where origin_seq is null`)
 	mustExec(t, conn, "update "+migrate.VersionTable+" set version = 31")

@@ -28,10 +28,11 @@ func Audit(ctx context.Context, db store.Querier, cfg config.Config, ins *metric
 	if err != nil {
 		return res, fmt.Errorf("coverage audit: %w", err)
 	}
-	ins.CoverageAudited(res.Gaps, res.Rebuilt, res.WouldRebuild)
+	// A rebuild requested of an application projection is a rebuild requested (it runs there).
+	ins.CoverageAudited(res.Gaps, res.Rebuilt+res.Requested, res.WouldRebuild)
 	if logger != nil && res.Gaps > 0 {
 		logger.Warn("coverage audit: projections short of the store (streamseal status lists the findings)",
-			"gaps", res.Gaps, "rebuilt", res.Rebuilt, "would_rebuild", res.WouldRebuild, "deferred", res.Deferred,
+			"gaps", res.Gaps, "rebuilt", res.Rebuilt, "requested", res.Requested, "would_rebuild", res.WouldRebuild, "deferred", res.Deferred,
 			"replayed_events", res.Replayed)
 	}
 	return res, nil
@@ -39,8 +40,12 @@ func Audit(ctx context.Context, db store.Querier, cfg config.Config, ins *metric
 
 // WriteCoverage prints one coverage audit's result and its recorded findings for people.
 func WriteCoverage(w io.Writer, res store.CoverageAuditResult, findings []store.CoverageFinding, mode string) {
-	fmt.Fprintf(w, "coverage audit (%s): %d gaps, %d rebuilt (%d events replayed), %d would rebuild, %d deferred to later audits\n",
+	fmt.Fprintf(w, "coverage audit (%s): %d gaps, %d rebuilt (%d events replayed), %d would rebuild, %d deferred to later audits",
 		mode, res.Gaps, res.Rebuilt, res.Replayed, res.WouldRebuild, res.Deferred)
+	if res.Requested > 0 {
+		fmt.Fprintf(w, ", %d rebuilds requested of application projections (their subscribers run them)", res.Requested)
+	}
+	fmt.Fprintln(w)
 	for _, f := range findings {
 		fmt.Fprintf(w, "  %s %s: origin %s tenant %q type %s stream %s: store holds %d, the projection applied %d (%s; seen by %d audits)\n",
 			f.Projection, f.Kind, f.Origin, f.Tenant, f.EventType, f.StreamID, f.StoreN, f.CursorN, f.Action, f.Audits)

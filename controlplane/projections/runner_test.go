@@ -60,18 +60,22 @@ func setup(t *testing.T, service string) *pgxpool.Pool {
 		create function app.project(e streamseal.handler_event) returns void language sql
 		    as $$ insert into app.seen values ('projection', e.event_id, e.stream_id) $$;
 		create function app.react(e streamseal.handler_event) returns void language sql
-		    as $$ insert into app.seen values ('reactor', e.event_id, e.stream_id) $$;`)
+		    as $$ insert into app.seen values ('reactor', e.event_id, e.stream_id) $$;
+		create function app.reset(origin text, tenant text, stream_id text) returns void language sql
+		    as $$ delete from app.seen s where s.handler = 'projection' and s.stream_id = reset.stream_id $$;`)
 	return pool
 }
 
 // State-only copies (a backfill, `repair --state-only`) reach projections and never reactors; a
 // plain repaired copy (landing after a later one, into its hole) reaches both, and every event
-// reaches each handler once. The runner is woken by the store's NOTIFY: it starts before the
+// reaches each handler once: the reactor as it lands, the projection in its stream's version
+// order (read after version 2, it is held and the coverage audit rebuilds the stream; issue 19
+// item 2). The runner is woken by the store's NOTIFY: it starts before the
 // events land and never polls. (Invariant 2: no trigger fires where nothing was missing.)
 func TestRunner_StateOnlyCopiesReachProjectionsNeverReactors(t *testing.T) {
 	pool := setup(t, "proj-runner")
 	ctx := context.Background()
-	if _, err := store.ProjectionRegister(ctx, pool, "orders-view", []string{placed}, "app.project", nil, "", true); err != nil {
+	if _, err := store.ProjectionRegister(ctx, pool, "orders-view", []string{placed}, "app.project", nil, "app.reset", true); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := store.ReactorRegister(ctx, pool, "orders-mailer", []string{placed}, "app.react", nil); err != nil {
@@ -88,6 +92,15 @@ func TestRunner_StateOnlyCopiesReachProjectionsNeverReactors(t *testing.T) {
 		return count(t, pool, `select count(*) from app.seen where handler = $1 and event_id = $2`, handler, idOf(id)) == 1
 	}
 	testrun.WaitFor(t, "both handlers reach the last event", func() bool { return seen("projection", 4) && seen("reactor", 4) })
+	testrun.WaitFor(t, "the projection catches up", func() bool {
+		return count(t, pool, `select count(*) from streamseal.handlers where name = 'orders-view'
+			and caught_up_at > (select max(updated_at) from streamseal.stream_digests)`) == 1
+	})
+	held := count(t, pool, `select count(*) from streamseal.projection_held where projection = 'orders-view'`)
+	res, err := store.CoverageAudit(ctx, pool, store.CoverageLimits{MaxReports: 10, MaxRebuilds: 5})
+	if err != nil || res.Rebuilt != held || held > 1 {
+		t.Fatalf("coverage audit: %+v, %v; want the stream of the held repair (%d) rebuilt", res, err, held)
+	}
 
 	for _, id := range []int64{1, 2, 3, 4} {
 		if !seen("projection", id) {

@@ -38,6 +38,10 @@ func PrintHandlers(out io.Writer, handlers []store.HandlerState) error {
 		if h.RunError != "" {
 			fmt.Fprintf(out, "handler %s cannot run: %s\n", h.Name, h.RunError)
 		}
+		if h.HeldOutOfOrder > 0 {
+			fmt.Fprintf(out, "projection %s: %d events held out of order (they landed below versions of their streams it had applied); the coverage audit rebuilds those streams in version order (streamseal audit --local runs it now)\n",
+				h.Name, h.HeldOutOfOrder)
+		}
 		if h.Findings > 0 {
 			fmt.Fprintf(out, "projection %s: %d coverage findings (streamseal audit --local lists them)\n", h.Name, h.Findings)
 		}

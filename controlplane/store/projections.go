@@ -5,10 +5,13 @@ package store
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // ChannelHandlers is the NOTIFY channel a handler's registration signals, so a running control
@@ -56,9 +59,10 @@ func HandlerUnregister(ctx context.Context, db Querier, name string) (bool, erro
 	return out, handlerErr("unregister handler "+name, err)
 }
 
-// HandlerNames lists the registered handlers by name.
+// HandlerNames lists the registered SQL handlers (the ones `streamseal run` runs) by name; the
+// application runs its own (register_feed_projection, register_feed_reactor).
 func HandlerNames(ctx context.Context, db Querier) ([]string, error) {
-	rows, err := db.Query(ctx, `select h.name from streamseal.handlers h order by h.name`)
+	rows, err := db.Query(ctx, `select h.name from streamseal.handlers h where h.runs_in = 'control_plane' order by h.name`)
 	if err != nil {
 		return nil, handlerErr("list handlers", err)
 	}
@@ -71,6 +75,12 @@ type HandlerStep struct {
 	Read, Applied, Skipped, Parked, Failed, Retried int
 	// CaughtUp: the read found nothing left, nothing held back behind an open transaction.
 	CaughtUp bool
+	// OutOfOrder: events a projection held, not applied, because it had applied a later version
+	// of their stream (the coverage audit rebuilds the stream in version order).
+	OutOfOrder int
+	// OrderRebuilds: streams the run then rebuilt in version order (at most
+	// run_handler's max_order_rebuilds, 5).
+	OrderRebuilds int
 }
 
 // HandlerRun runs one step of a registered handler (streamseal.run_handler): due retries, then up
@@ -78,8 +88,9 @@ type HandlerStep struct {
 // the handler's writes, its cursors and its token move together.
 func HandlerRun(ctx context.Context, db Querier, name string, max int) (HandlerStep, error) {
 	var s HandlerStep
-	err := db.QueryRow(ctx, `select read, applied, skipped, parked, failed, retried, caught_up from streamseal.run_handler($1, $2)`,
-		name, max).Scan(&s.Read, &s.Applied, &s.Skipped, &s.Parked, &s.Failed, &s.Retried, &s.CaughtUp)
+	err := db.QueryRow(ctx, `select read, applied, skipped, parked, failed, retried, caught_up, out_of_order, order_rebuilds
+		from streamseal.run_handler($1, $2)`,
+		name, max).Scan(&s.Read, &s.Applied, &s.Skipped, &s.Parked, &s.Failed, &s.Retried, &s.CaughtUp, &s.OutOfOrder, &s.OrderRebuilds)
 	return s, handlerErr("run handler "+name, err)
 }
 
@@ -109,19 +120,20 @@ type CoverageLimits struct {
 	Settle time.Duration
 }
 
-// CoverageAuditResult is what one coverage audit found and did.
+// CoverageAuditResult is what one coverage audit found and did. Requested: streams of
+// application projections (feed package) it asked to rebuild themselves.
 type CoverageAuditResult struct {
-	Gaps, Reported, Rebuilt, WouldRebuild, Deferred, Replayed int64
+	Gaps, Reported, Rebuilt, WouldRebuild, Deferred, Replayed, Requested int64
 }
 
 // CoverageAudit runs the local coverage audit (streamseal.coverage_audit) in db's transaction
 // (autocommit: its own).
 func CoverageAudit(ctx context.Context, db Querier, lim CoverageLimits) (CoverageAuditResult, error) {
 	var r CoverageAuditResult
-	err := db.QueryRow(ctx, `select gaps, reported, rebuilt, would_rebuild, deferred, replayed
+	err := db.QueryRow(ctx, `select gaps, reported, rebuilt, would_rebuild, deferred, replayed, requested
 		from streamseal.coverage_audit($1, $2, $3, make_interval(secs => $4))`,
 		lim.MaxReports, lim.MaxRebuilds, lim.ReportOnly, lim.Settle.Seconds()).
-		Scan(&r.Gaps, &r.Reported, &r.Rebuilt, &r.WouldRebuild, &r.Deferred, &r.Replayed)
+		Scan(&r.Gaps, &r.Reported, &r.Rebuilt, &r.WouldRebuild, &r.Deferred, &r.Replayed, &r.Requested)
 	return r, handlerErr("coverage audit", err)
 }
 
@@ -138,6 +150,11 @@ type HandlerState struct {
 	LastError      string     `json:"last_error"`
 	Findings       int64      `json:"coverage_findings"`
 	RunError       string     `json:"run_error"`
+	// RunsIn: "control_plane" (a SQL handler `streamseal run` runs) or "application" (the Go
+	// feed package's named subscriber). HeldOutOfOrder: events a projection holds because they
+	// landed below a version of their stream it had applied (the coverage audit rebuilds them).
+	RunsIn         string `json:"runs_in"`
+	HeldOutOfOrder int64  `json:"held_out_of_order"`
 }
 
 // HandlerStates lists every registered handler with its failures and coverage findings.
@@ -149,7 +166,8 @@ func HandlerStates(ctx context.Context, db Querier) ([]HandlerState, error) {
 		       coalesce((select f.error from streamseal.handler_failures f where f.handler = h.name
 		                 order by f.last_failed_at desc limit 1), ''),
 		       (select count(*) from streamseal.coverage_findings c where c.projection = h.name),
-		       coalesce(h.run_error, '')
+		       coalesce(h.run_error, ''), h.runs_in,
+		       (select count(*) from streamseal.projection_held o where o.projection = h.name)
 		from streamseal.handlers h
 		order by h.name`)
 	if err != nil {
@@ -158,7 +176,7 @@ func HandlerStates(ctx context.Context, db Querier) ([]HandlerState, error) {
 	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (HandlerState, error) {
 		var s HandlerState
 		err := r.Scan(&s.Name, &s.Kind, &s.Types, &s.Applied, &s.CaughtUpAt, &s.BornLate, &s.FailingStreams,
-			&s.OldestFailure, &s.LastError, &s.Findings, &s.RunError)
+			&s.OldestFailure, &s.LastError, &s.Findings, &s.RunError, &s.RunsIn, &s.HeldOutOfOrder)
 		return s, err
 	})
 	return out, handlerErr("handler states", err)
@@ -195,4 +213,124 @@ func handlerErr(op string, err error) error {
 		return nil
 	}
 	return classify(op, err)
+}
+
+// FeedProjectionRegister registers a projection the application runs through the feed package
+// (streamseal.register_feed_projection): its cursors and token are written by
+// FeedHandlerAdvance in each batch's transaction, so the coverage audit covers it. resettable:
+// the application can reset one stream (the audit then requests rebuilds, ProjectionRebuildTake).
+// It returns "registered", "updated" or "unchanged"; another scope, kind or runner is
+// ErrInvalidInput.
+func FeedProjectionRegister(ctx context.Context, db Querier, name string, types, tenants []string, resettable, fromStart bool) (string, error) {
+	var out string
+	err := db.QueryRow(ctx, `select streamseal.register_feed_projection($1, $2, $3, $4, $5)`,
+		name, types, textsOrNull(tenants), resettable, fromStart).Scan(&out)
+	return out, handlerErr("register feed projection "+name, err)
+}
+
+// FeedReactorRegister registers a reactor the application runs through the feed package
+// (streamseal.register_feed_reactor), starting at the feed's current end.
+func FeedReactorRegister(ctx context.Context, db Querier, name string, types, tenants []string) (string, error) {
+	var out string
+	err := db.QueryRow(ctx, `select streamseal.register_feed_reactor($1, $2, $3)`, name, types, textsOrNull(tenants)).Scan(&out)
+	return out, handlerErr("register feed reactor "+name, err)
+}
+
+// HandlerToken is a registered handler's stored resume token ("" from the beginning); ok false:
+// no handler of that name.
+func HandlerToken(ctx context.Context, db Querier, name string) (string, bool, error) {
+	var tok *string
+	err := db.QueryRow(ctx, `select h.token from streamseal.handlers h where h.name = $1`, name).Scan(&tok)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return "", false, nil
+	}
+	if err != nil {
+		return "", false, handlerErr("handler token "+name, err)
+	}
+	if tok == nil {
+		return "", true, nil
+	}
+	return *tok, true, nil
+}
+
+// ErrHandlerTokenMoved: another process advanced the handler since this batch was read
+// (FeedHandlerAdvance); roll back and resume from the stored token.
+var ErrHandlerTokenMoved = errors.New("the handler's token moved: another process runs it")
+
+// FeedHandlerAdvance is an application handler's half of a batch, in the batch's transaction
+// (streamseal.feed_handler_advance): it stores to (the token after the batch) if from is still
+// the stored token (else ErrHandlerTokenMoved), folds a projection's cursors over the batch, and
+// returns the ids of the events the handler must leave out: replayed by a rebuild already, or
+// held because a later version of their stream was applied (nil: none, the common case).
+func FeedHandlerAdvance(ctx context.Context, db Querier, name, from, to string, events []FeedEvent, caughtUp bool) (map[uuid.UUID]bool, error) {
+	ids := make([]uuid.UUID, len(events))
+	seqs := make([]int64, len(events))
+	for i, e := range events {
+		ids[i], seqs[i] = e.EventID, e.OriginSeq
+	}
+	rows, err := db.Query(ctx, `select u from streamseal.feed_handler_advance($1, $2, $3, $4, $5, $6) u`,
+		name, from, to, ids, seqs, caughtUp)
+	if err != nil {
+		return nil, advanceErr(name, err)
+	}
+	left, err := pgx.CollectRows(rows, pgx.RowTo[uuid.UUID])
+	if err != nil {
+		return nil, advanceErr(name, err)
+	}
+	if len(left) == 0 {
+		return nil, nil
+	}
+	out := make(map[uuid.UUID]bool, len(left))
+	for _, id := range left {
+		out[id] = true
+	}
+	return out, nil
+}
+
+func advanceErr(name string, err error) error {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && pgErr.Code == "55006" {
+		return fmt.Errorf("advance handler %s: %w (%s)", name, ErrHandlerTokenMoved, pgErr.Message)
+	}
+	return handlerErr("advance handler "+name, err)
+}
+
+// ProjectionStream names one stream of a projection (what a rebuild resets and replays).
+type ProjectionStream struct {
+	Origin, Tenant, StreamID string
+}
+
+// ProjectionRebuildTake takes the oldest rebuild the coverage audit requested of an application
+// projection (streamseal.projection_rebuild_take) in db's transaction, which must reset the
+// stream and apply ProjectionRebuildReplay's events before it commits; ok false: none requested.
+func ProjectionRebuildTake(ctx context.Context, db Querier, name string) (ProjectionStream, bool, error) {
+	var s ProjectionStream
+	err := db.QueryRow(ctx, `select origin, tenant, stream_id from streamseal.projection_rebuild_take($1)`, name).
+		Scan(&s.Origin, &s.Tenant, &s.StreamID)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return s, false, nil
+	}
+	return s, err == nil, handlerErr("take a rebuild of "+name, err)
+}
+
+// ProjectionRebuildReplay returns one stream's events of an application projection's types in
+// stream_version order and refolds its cursors as applied (streamseal.projection_rebuild_replay),
+// in db's transaction. An own event not stamped yet has OriginSeq and TypeSeq 0.
+func ProjectionRebuildReplay(ctx context.Context, db Querier, name string, s ProjectionStream) ([]FeedEvent, error) {
+	rows, err := db.Query(ctx, `
+		select e.event_id, e.origin, coalesce(e.origin_seq, 0), coalesce(e.type_seq, 0), e.tenant, e.stream_id,
+		       e.stream_version, e.event_type, e.flags, e.payload, e.metadata, e.occurred_at, e.stored_at
+		from streamseal.projection_rebuild_replay($1, $2, $3, $4) e`, name, s.Origin, s.Tenant, s.StreamID)
+	if err != nil {
+		return nil, handlerErr("replay a stream of "+name, err)
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (FeedEvent, error) {
+		var e FeedEvent
+		var flags int32
+		err := r.Scan(&e.EventID, &e.Origin, &e.OriginSeq, &e.TypeSeq, &e.Tenant, &e.StreamID, &e.StreamVersion,
+			&e.EventType, &flags, &e.Payload, &e.Metadata, &e.OccurredAt, &e.StoredAt)
+		e.Flags = Flags(flags)
+		return e, err
+	})
+	return out, handlerErr("replay a stream of "+name, err)
 }

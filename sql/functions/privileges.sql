@@ -74,6 +74,13 @@ grant execute on function streamseal.feed_token(text) to streamseal_application;
 grant execute on function streamseal.register_projection(text, text[], regproc, text[], regproc, boolean) to streamseal_application;
 grant execute on function streamseal.register_reactor(text, text[], regproc, text[]) to streamseal_application;
 grant execute on function streamseal.unregister_handler(text) to streamseal_application;
+-- Projections and reactors the application runs (the Go feed package): register, advance with
+-- each batch, take and replay the rebuilds the coverage audit requests (projections.sql).
+grant execute on function streamseal.register_feed_projection(text, text[], text[], boolean, boolean) to streamseal_application;
+grant execute on function streamseal.register_feed_reactor(text, text[], text[]) to streamseal_application;
+grant execute on function streamseal.feed_handler_advance(text, text, text, uuid[], bigint[], boolean, integer) to streamseal_application;
+grant execute on function streamseal.projection_rebuild_take(text) to streamseal_application;
+grant execute on function streamseal.projection_rebuild_replay(text, text, text, text) to streamseal_application;
 
 -- Status: the tables `streamseal status` reads (controlplane/status), so it runs as this role.
 grant select on table streamseal.known_origins to streamseal_application;
@@ -88,6 +95,8 @@ grant select on table streamseal.broadcast_answers to streamseal_application;
 grant select on table streamseal.handlers to streamseal_application;
 grant select on table streamseal.handler_failures to streamseal_application;
 grant select on table streamseal.coverage_findings to streamseal_application;
+-- Events projections hold out of order until the coverage audit rebuilds their streams (status).
+grant select on table streamseal.projection_held to streamseal_application;
 
 -- The control plane (streamseal_control): the whole engine, owning nothing.
 grant usage on schema streamseal to streamseal_control;

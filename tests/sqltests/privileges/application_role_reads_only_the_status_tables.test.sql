@@ -12,7 +12,8 @@ select set_eq(
          and has_table_privilege('streamseal_application', c.oid, p.privilege) $$,
     $$ values ('known_origins', 'SELECT'), ('seals', 'SELECT'), ('lanes', 'SELECT'), ('repair_ledger', 'SELECT'),
               ('loss_reports', 'SELECT'), ('consumed_types', 'SELECT'), ('broadcast_answers', 'SELECT'),
-              ('handlers', 'SELECT'), ('handler_failures', 'SELECT'), ('coverage_findings', 'SELECT') $$,
+              ('handlers', 'SELECT'), ('handler_failures', 'SELECT'), ('coverage_findings', 'SELECT'),
+              ('projection_held', 'SELECT') $$,
     'the application role holds SELECT on the status tables and nothing else on any table');
 select is_empty(
     $$ select c.relname from pg_class c

@@ -20,7 +20,12 @@ select set_eq(
               ('streamseal.read_feed(text[],text[],text,integer)'),
               ('streamseal.register_projection(text,text[],regproc,text[],regproc,boolean)'),
               ('streamseal.register_reactor(text,text[],regproc,text[])'),
-              ('streamseal.unregister_handler(text)') $$,
+              ('streamseal.unregister_handler(text)'),
+              ('streamseal.register_feed_projection(text,text[],text[],boolean,boolean)'),
+              ('streamseal.register_feed_reactor(text,text[],text[])'),
+              ('streamseal.feed_handler_advance(text,text,text,uuid[],bigint[],boolean,integer)'),
+              ('streamseal.projection_rebuild_take(text)'),
+              ('streamseal.projection_rebuild_replay(text,text,text,text)') $$,
     'the SECURITY DEFINER functions are exactly the stated entry points that read or write tables');
 select is_empty(
     $$ select p.oid::regprocedure::text, p.proconfig

@@ -25,7 +25,12 @@ select set_eq(
               ('streamseal.feed_token(text)'),
               ('streamseal.register_projection(text,text[],regproc,text[],regproc,boolean)'),
               ('streamseal.register_reactor(text,text[],regproc,text[])'),
-              ('streamseal.unregister_handler(text)') $$,
+              ('streamseal.unregister_handler(text)'),
+              ('streamseal.register_feed_projection(text,text[],text[],boolean,boolean)'),
+              ('streamseal.register_feed_reactor(text,text[],text[])'),
+              ('streamseal.feed_handler_advance(text,text,text,uuid[],bigint[],boolean,integer)'),
+              ('streamseal.projection_rebuild_take(text)'),
+              ('streamseal.projection_rebuild_replay(text,text,text,text)') $$,
     'the application role executes exactly the stated surface');
 select is_empty(
     $$ select p.oid::regprocedure::text
