@@ -41,6 +41,9 @@ func TestMigrate_UpgradeMovesOwnNumbersInPlace(t *testing.T) {
 		streamseal.handler_parked, streamseal.coverage_findings, streamseal.projection_held,
 		streamseal.projection_rebuild_requests cascade`)
 	mustExec(t, conn, `drop type streamseal.handler_event cascade`)
+	mustExec(t, conn, `drop table streamseal.checkpoint_inbox_load`) // 038
+	mustExec(t, conn, `alter table streamseal.checkpoint_inbox drop column origin cascade, drop column first_type_seq,
+		drop column last_type_seq, drop column coalescible`)
 	mustExec(t, conn, `create index events_unstamped on streamseal.events (local_id) where origin_seq is null`)
 	mustExec(t, conn, "update "+migrate.VersionTable+" set version = 31")
 	mustExec(t, conn, `alter table streamseal.events disable trigger user`)
