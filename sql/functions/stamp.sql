@@ -63,7 +63,7 @@ begin
     -- is refused). The other way round, a claim that waits on a queue row an UPDATE changed gets
     -- the row's new version back from RETURNING (the update trigger keeps the keys in step), and
     -- one an event's DELETE removed is skipped. So the keys are the event's current ones and
-    -- events is not read at all (issue 16: that probe per event was a sixth of a stamp), nor
+    -- events is not read at all (issue 16: that probe per event was a seventh of a stamp), nor
     -- updated, nor locked: stamping is the narrow insert into own_numbers.
     with claimed as (
         delete from streamseal.unstamped u
@@ -85,9 +85,9 @@ begin
     end if;
 
     -- The digest fold rides the numbering statement (one upsert per bucket, in key order, no
-    -- change array handed through _fold_changes: issue 16). Its lane lock is taken first, as
-    -- _fold_changes takes it, so a closer holding the lane has committed and one that comes later
-    -- sees our rows; closers only try that lock, so waiting on it here cannot deadlock.
+    -- change array handed through _fold_changes: issue 16). The lane lock _fold_changes takes
+    -- after its upsert is taken here before it, so a closer holding the lane has committed and one
+    -- that comes later sees our rows; closers only try that lock, so waiting on it cannot deadlock.
     perform pg_catalog.pg_advisory_xact_lock_shared(streamseal._lane_lock_key(self));
     select le.closed_through * le.width into closed_below from streamseal.lane_epochs le where le.origin = self;
 

@@ -2,7 +2,7 @@
 --
 -- Why: stamp() claimed its batch from streamseal.unstamped and then probed streamseal.events by
 -- event_id for each claimed event, only to read tenant, event_type, stream_id, flags and
--- stored_at: one probe of the wide table per event, about a sixth of a stamp's cost. The insert
+-- stored_at: one probe of the wide table per event, about a seventh of a stamp's cost. The insert
 -- trigger now queues those keys with the event (it has them in its transition table), the
 -- update trigger keeps them in step while the event is unstamped, and the claim (a DELETE …
 -- RETURNING, which re-reads a row an UPDATE changed while it waited) returns them: stamp()
