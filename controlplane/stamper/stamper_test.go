@@ -362,3 +362,82 @@ func TestLoop_StandsAsideWhileTheRelayStamps(t *testing.T) {
 	}
 	requireDenseLane(t, b.pool, 3)
 }
+
+// Invariants 4 and 7 (issue 16: stamp() takes an event's keys from its claimed queue row and
+// never reads events): a stamper whose claim waits on the queue row of an event an application is
+// rewriting (its stream, type and flags, in a transaction still open) numbers and folds the event
+// under its new keys once that transaction commits. The claim's DELETE ... RETURNING re-reads the
+// row the UPDATE's trigger changed; a claim that returned the version it first saw would number
+// the event under its old stream and type and fold the wrong buckets.
+func TestStamp_ClaimWaitingOnARewriteNumbersTheNewKeys(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := setup(t, "claim-rewrite")
+	e := event("before", 1)
+	appendEvents(t, b.pool, e)
+
+	rewrite, err := b.pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rewrite.Rollback(ctx)
+	if _, err := rewrite.Exec(ctx, `update streamseal.events set stream_id = 'after', event_type = 'order.amended', flags = 4
+		where event_id = $1`, e.EventID); err != nil {
+		t.Fatal(err)
+	}
+
+	stamping, err := b.pool.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stamping.Release()
+	var stampingPID uint32
+	if err := stamping.QueryRow(ctx, "select pg_backend_pid()").Scan(&stampingPID); err != nil {
+		t.Fatal(err)
+	}
+	type outcome struct {
+		r   store.StampResult
+		err error
+	}
+	done := make(chan outcome, 1)
+	go func() {
+		r, err := store.EventsStamp(ctx, stamping, 100)
+		done <- outcome{r, err}
+	}()
+	// Witness: the claim waits on the queue row the rewrite holds.
+	waitFor(t, "stamper's claim blocked behind the rewrite", func() bool {
+		var waiting bool
+		err := b.pool.QueryRow(ctx, `select exists (select 1 from pg_stat_activity
+			where pid = $1 and wait_event_type = 'Lock')`, stampingPID).Scan(&waiting)
+		return err == nil && waiting
+	})
+	if err := rewrite.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	select {
+	case o := <-done:
+		if o.err != nil || o.r.Stamped != 1 {
+			t.Fatalf("stamp = %+v, %v; want the rewritten event numbered", o.r, o.err)
+		}
+	case <-time.After(failsafe):
+		t.Fatal("stamper never returned after the rewrite committed")
+	}
+	var stream, eventType string
+	var flags int
+	if err := b.pool.QueryRow(ctx, `select stream_id, event_type, flags from streamseal.own_numbers where event_id = $1`,
+		e.EventID).Scan(&stream, &eventType, &flags); err != nil {
+		t.Fatal(err)
+	}
+	if stream != "after" || eventType != "order.amended" || flags != 4 {
+		t.Fatalf("numbered under (%s, %s, %d), want the rewrite's (after, order.amended, 4)", stream, eventType, flags)
+	}
+	var drift int
+	if err := b.pool.QueryRow(ctx, `select count(*) from streamseal.verify_stream_digests(heal => false)`).Scan(&drift); err != nil {
+		t.Fatal(err)
+	}
+	if drift != 0 {
+		t.Fatalf("%d digest buckets differ from a recompute after the stamp", drift)
+	}
+	requireDenseLane(t, b.pool, 1)
+}

@@ -61,8 +61,10 @@ begin
 
     if has_unstamped then
         -- The stamper's queue (migration 032): visible to it when this transaction commits.
-        insert into streamseal.unstamped (local_id, event_id)
-        select i.local_id, i.event_id from inserted i where i.origin_seq is null;
+        -- With its keys (migration 034): stamp() takes them from the claimed row, never from events.
+        insert into streamseal.unstamped (local_id, event_id, tenant, event_type, stream_id, flags, stored_at)
+        select i.local_id, i.event_id, i.tenant, i.event_type, i.stream_id, i.flags, i.stored_at
+        from inserted i where i.origin_seq is null;
         perform pg_catalog.pg_notify('streamseal_unstamped', '');
     end if;
     return null;
@@ -246,13 +248,21 @@ begin
     where p.numbered_apart and n.event_id = p.event_id
       and (p.flags, p.stream_id) is distinct from (p.a_flags, p.a_stream_id);
 
-    -- An unstamped own event stays queued under its (new) id. Touching its queue row waits for a
-    -- stamper that claimed it (stamp.sql); if that stamper numbered it meanwhile, what its numbers
-    -- and fold were taken from must not change under them.
+    -- An unstamped own event stays queued under its (new) id and keys, which stamp() numbers and
+    -- folds from (migration 034); one that stops being own leaves the queue. Touching its queue
+    -- row waits for a stamper that claimed it (stamp.sql); if that stamper numbered it meanwhile,
+    -- what its numbers and fold were taken from must not change under them.
     if exists (select from pg_catalog.unnest(pairs) p where p.origin = self and p.origin_seq is null) then
-        update streamseal.unstamped u set event_id = p.a_event_id
+        update streamseal.unstamped u
+        set event_id = p.a_event_id, tenant = p.a_tenant, event_type = p.a_event_type,
+            stream_id = p.a_stream_id, flags = p.a_flags, stored_at = a.stored_at
         from pg_catalog.unnest(pairs) p
-        where u.local_id = p.local_id and p.origin = self and p.origin_seq is null;
+        join after_update a on a.local_id = p.local_id
+        where u.local_id = p.local_id and p.origin = self and p.origin_seq is null and p.a_origin = self;
+        delete from streamseal.unstamped u
+        where u.local_id = any (array(
+            select p.local_id from pg_catalog.unnest(pairs) p
+            where p.origin = self and p.origin_seq is null and p.a_origin is distinct from self));
         select p.event_id into rewritten
         from pg_catalog.unnest(pairs) p
         join streamseal.own_numbers n on n.event_id = p.event_id

@@ -6,7 +6,8 @@
 
 -- stamp numbers up to max_events committed, unstamped own events in insertion order: origin_seq
 -- dense per service, type_seq dense per (tenant, event_type). One set-based narrow insert into
--- own_numbers (events are never updated: issue 16), then the digest fold of what it numbered.
+-- own_numbers (events are never updated, nor read: issue 16) and, in the same statement, the
+-- digest fold of what it numbered.
 -- Returns how many it stamped, the lane's last origin_seq (stamped now or before) and how long
 -- the batch's oldest event waited since it was stored (the stamper lag; null when it stamped
 -- none), and NOTIFYs 'streamseal_stamped' with that number when it stamped any.
@@ -20,22 +21,22 @@ set search_path = pg_catalog, pg_temp
 set jit = off
 -- Plans kept for the session (issue 20): planning every statement was about half the cost of
 -- a small batch (50 events: the relay's round). stamp() has no range predicate a generic plan
--- could misjudge (it reads the queue by its key and events by event_id, fenced), and stating the mode
--- here keeps a caller that forces custom plans (relay_page) from passing that on to stamp() and
--- the fold it calls.
+-- could misjudge (it reads the queue by its key, never events), and stating the mode here keeps
+-- a caller that forces custom plans (relay_page) from passing that on to stamp() and what it
+-- calls.
 set plan_cache_mode = auto
 as $$
 declare
     self text := streamseal.service_name();
     base_seq bigint;
-    queued_events uuid[];
     event_ids uuid[];
     tenants text[];
     event_types text[];
     stream_ids text[];
     flag_values integer[];
-    changes streamseal._counted_change[];
     stamped_count integer;
+    folded_buckets bigint;
+    closed_below bigint;
     oldest_stored timestamptz;
 begin
     if stamp.max_events is null or stamp.max_events < 1 then
@@ -53,49 +54,42 @@ begin
     perform pg_catalog.pg_advisory_xact_lock(pg_catalog.hashtextextended('streamseal.stamp', 0));
     select s.last_origin_seq into base_seq from streamseal.stamp_state s;
 
-    -- The batch: claimed from the queue (migration 032), committed own events not numbered yet,
-    -- in insertion order. The insert trigger queued each in its appending transaction, so only
-    -- committed ones are visible. Claiming deletes (and so locks) the queue rows: a concurrent
-    -- DELETE or UPDATE of one of these events removes or touches its queue row in its trigger, so
-    -- it waits until the numbers are committed and then sees them (the event leaves with its
-    -- number recorded as removed; an update of what the numbers were taken from is refused). A
-    -- queue row whose event was deleted first is gone before we claim it. The events themselves
-    -- are neither updated nor locked: stamping is the narrow insert into own_numbers.
+    -- The batch: claimed from the queue (migrations 032, 034), committed own events not numbered
+    -- yet, in insertion order, each with its keys. The insert trigger queued each in its appending
+    -- transaction, so only committed ones are visible. Claiming deletes (and so locks) the queue
+    -- rows: a concurrent DELETE or UPDATE of one of these events removes or touches its queue row
+    -- in its trigger, so it waits until the numbers are committed and then sees them (the event
+    -- leaves with its number recorded as removed; an update of what the numbers were taken from
+    -- is refused). The other way round, a claim that waits on a queue row an UPDATE changed gets
+    -- the row's new version back from RETURNING (the update trigger keeps the keys in step), and
+    -- one an event's DELETE removed is skipped. So the keys are the event's current ones and
+    -- events is not read at all (issue 16: that probe per event was a seventh of a stamp), nor
+    -- updated, nor locked: stamping is the narrow insert into own_numbers.
     with claimed as (
         delete from streamseal.unstamped u
         where u.local_id = any (array(
             select q.local_id from streamseal.unstamped q order by q.local_id limit stamp.max_events))
-        returning u.local_id, u.event_id
+        returning u.local_id, u.event_id, u.tenant, u.event_type, u.stream_id, u.flags, u.stored_at
     )
-    select pg_catalog.array_agg(c.event_id order by c.local_id) into queued_events from claimed c;
-    if queued_events is null then
-        return query select 0, base_seq, null::double precision;
-        return;
-    end if;
-
-    select pg_catalog.array_agg(b.event_id order by b.local_id),
-           pg_catalog.array_agg(b.tenant order by b.local_id),
-           pg_catalog.array_agg(b.event_type order by b.local_id),
-           pg_catalog.array_agg(b.stream_id order by b.local_id),
-           pg_catalog.array_agg(b.flags order by b.local_id),
-           pg_catalog.min(b.stored_at)
+    select pg_catalog.array_agg(c.event_id order by c.local_id),
+           pg_catalog.array_agg(c.tenant order by c.local_id),
+           pg_catalog.array_agg(c.event_type order by c.local_id),
+           pg_catalog.array_agg(c.stream_id order by c.local_id),
+           pg_catalog.array_agg(c.flags order by c.local_id),
+           pg_catalog.min(c.stored_at)
     into event_ids, tenants, event_types, stream_ids, flag_values, oldest_stored
-    -- Each claimed event is probed by event_id, fenced (offset 0): with origin and origin_seq in
-    -- the same predicate, a plan made while events was never analyzed walked the
-    -- (origin, origin_seq) index over every own event (all have origin_seq null since issue 16):
-    -- O(lane) per call, 20 000 rows read for a batch of 50 (issue 20).
-    from pg_catalog.unnest(queued_events) as q(event_id)
-    cross join lateral (
-        select e.event_id, e.origin, e.origin_seq, e.tenant, e.event_type, e.stream_id, e.flags, e.local_id, e.stored_at
-        from streamseal.events e
-        where e.event_id = q.event_id
-        offset 0
-    ) b
-    where b.origin = self and b.origin_seq is null;
+    from claimed c;
     if event_ids is null then
         return query select 0, base_seq, null::double precision;
         return;
     end if;
+
+    -- The digest fold rides the numbering statement (one upsert per bucket, in key order, no
+    -- change array handed through _fold_changes: issue 16). The lane lock _fold_changes takes
+    -- after its upsert is taken here before it, so a closer holding the lane has committed and one
+    -- that comes later sees our rows; closers only try that lock, so waiting on it cannot deadlock.
+    perform pg_catalog.pg_advisory_xact_lock_shared(streamseal._lane_lock_key(self));
+    select le.closed_through * le.width into closed_below from streamseal.lane_epochs le where le.origin = self;
 
     with batch as (
         select u.event_id, u.tenant, u.event_type, u.stream_id, u.flags, u.position
@@ -125,22 +119,45 @@ begin
         from numbered n
         order by n.origin_seq
         returning 1
+    ), folded as (
+        -- What _apply_digest_deltas does, for the newly counted events.
+        insert into streamseal.stream_digests as d (origin, tenant, event_type, stream_id, x0, x1, n, updated_at)
+        select self, n.tenant, n.event_type, n.stream_id,
+               pg_catalog.bit_xor(streamseal._h0(n.event_id)), pg_catalog.bit_xor(streamseal._h1(n.event_id)),
+               pg_catalog.count(*), pg_catalog.now()
+        from numbered n
+        where streamseal._counts_in_digest(n.origin_seq, n.flags)
+        group by n.tenant, n.event_type, n.stream_id
+        order by n.tenant, n.event_type, n.stream_id
+        on conflict (origin, tenant, event_type, stream_id) do update
+            set x0 = d.x0 # excluded.x0,
+                x1 = d.x1 # excluded.x1,
+                n = d.n + excluded.n,
+                updated_at = excluded.updated_at
+        returning 1
     )
-    select pg_catalog.count(*)::integer,
-           array(select row(self, n.origin_seq, n.tenant, n.event_type, n.stream_id, n.event_id, 1)::streamseal._counted_change
-                 from numbered n
-                 where streamseal._counts_in_digest(n.origin_seq, n.flags))
-    into stamped_count, changes
-    from stamped_rows;
+    select (select pg_catalog.count(*)::integer from stamped_rows), (select pg_catalog.count(*) from folded)
+    into stamped_count, folded_buckets;
 
     -- GUARD: every claimed event must have been numbered, or the counter would skip numbers.
     if stamped_count <> pg_catalog.cardinality(event_ids) then
         raise exception 'stamp: numbered % of % locked events; refusing to leave a gap', stamped_count, pg_catalog.cardinality(event_ids)
             using errcode = 'XX000';
     end if;
-    -- The digest fold of the newly counted events (it rode the UPDATE trigger before issue 16).
-    if pg_catalog.cardinality(changes) > 0 then
-        perform streamseal._fold_changes(changes);
+    -- New numbers lie above everything stamped, so never in a closed epoch, unless an epoch was
+    -- closed past the stamped lane (history loaded with the triggers off): then fold them into
+    -- it as _fold_changes would.
+    if closed_below > base_seq + 1 then
+        perform streamseal._apply_epoch_deltas(array(
+            select row(self, n.origin_seq / le.width, n.tenant, n.event_type,
+                       pg_catalog.bit_xor(streamseal._h0(n.event_id)), pg_catalog.bit_xor(streamseal._h1(n.event_id)),
+                       pg_catalog.count(*))::streamseal._epoch_delta
+            from streamseal.own_numbers n
+            join streamseal.lane_epochs le on le.origin = self
+            where n.origin = self and n.origin_seq > base_seq and n.origin_seq < closed_below
+              and n.origin_seq <= base_seq + stamped_count
+              and streamseal._counts_in_digest(n.origin_seq, n.flags)
+            group by n.origin_seq / le.width, n.tenant, n.event_type));
     end if;
     update streamseal.stamp_state s set last_origin_seq = base_seq + stamped_count;
 
