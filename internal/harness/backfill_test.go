@@ -822,7 +822,9 @@ func TestBackfill_ALostFollowUpOfAStalledAnswerIsAskedAgainUnderItsID_Invariant1
 	})
 	billing := start(t, h, "billing", harness.Options{Settings: settings, Consumes: eventTypes[:1]}, func(s *harness.Service) {
 		quickBackfill(s)
-		s.Backfill.ReaskAfter = 500 * time.Millisecond
+		// Short, so the stall is noticed soon; long enough that orders answers the broadcast
+		// well within it (a broadcast nobody answered is re-asked after it too, as a new backfill).
+		s.Backfill.ReaskAfter = 2 * time.Second
 	})
 	appendOrders(t, orders, 2000, 40)
 	publishAllThenForget(t, orders, 2000, true, []*harness.Service{orders, billing})
