@@ -16,6 +16,7 @@ package backfill
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -109,6 +110,14 @@ func (l *Loop) Once(ctx context.Context, atStart bool) error {
 	if !l.Enabled {
 		return nil
 	}
+	if err := l.broadcast(ctx); err != nil {
+		return err
+	}
+	return l.reaskStalled(ctx)
+}
+
+// broadcast sends one broadcast for every type due (streamseal.backfill_claim).
+func (l *Loop) broadcast(ctx context.Context) error {
 	// Claimed and recorded in one transaction before the publish: of several replicas one sends
 	// each broadcast, and a broadcast lost on the way is claimed again after ReaskAfter.
 	id := uuid.New()
@@ -137,6 +146,36 @@ func (l *Loop) Once(ctx context.Context, atStart bool) error {
 	}
 	l.Metrics.BackfillRequested()
 	l.Logger.Info("backfill: broadcast state-only request sent", "types", due, "request", id)
+	return nil
+}
+
+// reaskStalled sends again the last follow-up of every answer that stalled: an origin answered a
+// backfill truncated and made no progress for ReaskAfter (backing off per re-ask up to 16 times it), because the
+// follow-up asking for the rest was lost on the way or never reached it (invariant 14). The
+// follow-up goes again under its recorded id, to the origin it was sent to (never an address from
+// a message), so an origin that did get it serves it once. Claimed before the publish
+// (streamseal.backfill_reask_stalled): one lost on the way again is claimed again later.
+func (l *Loop) reaskStalled(ctx context.Context) error {
+	stalled, err := store.BackfillReaskStalled(ctx, l.Pool, l.ReaskAfter)
+	if err != nil {
+		return err
+	}
+	for _, f := range stalled {
+		var req wire.RedeliveryRequest
+		if err := json.Unmarshal(f.Request, &req); err != nil {
+			return fmt.Errorf("recorded follow-up %s: %w", f.RequestID, err)
+		}
+		env, err := wire.NewEnvelope(wire.KindRedeliveryRequest, l.Service, f.Origin, req)
+		if err != nil {
+			return err
+		}
+		if err := wire.Publish(ctx, l.JS, env, nil); err != nil {
+			return fmt.Errorf("publish the stalled answer's follow-up %s to %s (claimed; asked again later): %w", f.RequestID, f.Origin, err)
+		}
+		l.Metrics.RepairRequested(store.SourceFollowUp, f.Origin)
+		l.Logger.Warn("backfill: an origin's answer made no progress; its last follow-up was asked again", "origin", f.Origin,
+			"follow_up", f.RequestID, "reask_after", l.ReaskAfter)
+	}
 	return nil
 }
 

@@ -137,6 +137,43 @@ func TestReceiver(t *testing.T) {
 		}
 	})
 
+	// Invariants 2 and 13: a large run is ingested in parts of whole bundles at once; when ingest
+	// refuses one bundle of the second part (an unknown flag bit), the first part is already
+	// stored, and the retry of each bundle alone stores the rest once, refuses the bad bundle whole
+	// and counts every event stored exactly once.
+	t.Run("IngestsALargeRunInPartsOfWholeBundlesAndRefusesABadOneAlone", func(t *testing.T) {
+		t.Parallel()
+		r, b := setup(t)
+		r.IngestParallel = 2
+		id := ask(t, b)
+		var good []store.EventCopy
+		for i, stream := range []string{"a", "b", "c", "d"} {
+			copies := ordersCopies(stream, int64(1+150*i), 150)
+			if stream == "d" {
+				copies[7].Flags = 8
+			} else {
+				good = append(good, copies...)
+			}
+			bundle, attachment := bundleOf(id, true, copies)
+			send(t, b, wire.KindRedeliveryBundle, "orders", bundle, attachment)
+		}
+		start(t, r, b) // after sending: the four arrive as one run
+		testrun.WaitFor(t, "all four bundles handled", func() bool { return b.control.Finished() == 4 })
+
+		if _, stored, refused := r.Counts(); stored != int64(len(good)) || refused != 1 {
+			t.Fatalf("counts: %d stored, %d refused; want the %d events of the good bundles and 1 refusal", stored, refused, len(good))
+		}
+		got := lane(t, b.pool, "orders")
+		if len(got) != len(good) {
+			t.Fatalf("billing holds %d copies, want the %d of the good bundles", len(got), len(good))
+		}
+		for _, e := range got {
+			if e.StreamID == "d" {
+				t.Fatalf("an event of the refused bundle was stored: %+v", e)
+			}
+		}
+	})
+
 	// Invariant 12 (authenticity): a bundle sent by one origin claiming another origin's events
 	// is refused whole; an origin re-delivers only its own lane.
 	t.Run("RefusesABundleClaimingAnotherOrigin", func(t *testing.T) {

@@ -62,6 +62,30 @@ func BackfillClaim(ctx context.Context, db Querier, reaskAfter time.Duration, re
 	return out, nil
 }
 
+// StalledFollowUp is the last follow-up of a backfill answer that stalled, to send again: its
+// recorded id and body, and the origin it goes to.
+type StalledFollowUp struct {
+	RequestID uuid.UUID
+	Origin    string
+	Request   []byte
+}
+
+// BackfillReaskStalled claims the backfill answers that made no progress for reaskAfter (backing
+// off) and returns the follow-up to send again for each
+// (streamseal.backfill_reask_stalled): of several replicas, one claims each.
+func BackfillReaskStalled(ctx context.Context, db Querier, reaskAfter time.Duration) ([]StalledFollowUp, error) {
+	rows, err := db.Query(ctx, "select request_id, origin, request from streamseal.backfill_reask_stalled(make_interval(secs => $1))",
+		reaskAfter.Seconds())
+	if err != nil {
+		return nil, classify("claim stalled backfill answers", err)
+	}
+	out, err := pgx.CollectRows(rows, pgx.RowToStructByPos[StalledFollowUp])
+	if err != nil {
+		return nil, classify("claim stalled backfill answers", err)
+	}
+	return out, nil
+}
+
 // BackfillRequested marks eventTypes requested by the broadcast requestID
 // (streamseal.backfill_requested). A type not consumed is ErrInvalidInput.
 func BackfillRequested(ctx context.Context, db Querier, eventTypes []string, requestID uuid.UUID) error {

@@ -74,6 +74,10 @@ type Control struct {
 	// Tap, when set, sees every message the consumer receives before the seam (tests use it to
 	// forward one service's traffic to another's seam, proving the seam drops it).
 	Tap func(subject string, data []byte)
+	// Lose, when set, is fault injection at the receive seam: a message it returns true for is
+	// acknowledged and never acted on, as if the broker had lost it on the way (tests prove that
+	// what is lost is asked again).
+	Lose func(subject string, data []byte) bool
 	// MaxDeliver bounds the deliveries of one message (MaxDeliverDefault when zero); RetryBase is
 	// the first retry's delay, doubling per delivery up to a minute (RetryBaseDefault when zero).
 	MaxDeliver int
@@ -198,6 +202,11 @@ func (c *Control) dispatchAll(ctx context.Context, msgs []jetstream.Msg) {
 	for _, msg := range msgs {
 		if c.Tap != nil {
 			c.Tap(msg.Subject(), msg.Data())
+		}
+		if c.Lose != nil && c.Lose(msg.Subject(), msg.Data()) {
+			_ = msg.Ack()
+			c.finished.Add(1)
+			continue
 		}
 		env, attachment, ok := c.Seam.Accept(msg.Subject(), msg.Data())
 		if !ok {

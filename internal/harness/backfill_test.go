@@ -2,6 +2,7 @@ package harness_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -778,6 +779,74 @@ func TestBackfill_FollowUpsAskedAheadLoseNoPageWhenTheOriginRestartsMidBackfill_
 		t.Fatalf("%d follow-ups recorded, %d of them a second follow-up of one request; want at least 3, each request followed once",
 			followUps, twice)
 	}
+	if n := errs.Load(); n != 0 {
+		t.Fatalf("%d ERROR-level log records; want none", n)
+	}
+}
+
+// Invariant 14 (every request reaches an answer), issue 18: orders answers billing's broadcast
+// truncated (200 events a request), and the broker loses billing's follow-up for the rest on its
+// way to orders. The answer stalls: orders never saw the request, billing waits for an answer that
+// cannot come. After ReaskAfter without progress billing sends that follow-up again, under the
+// same id (so an origin that did get it serves it once), and the backfill completes byte-equal.
+// Before, only a broadcast nobody answered was re-asked: the type stayed requested for good.
+func TestBackfill_ALostFollowUpOfAStalledAnswerIsAskedAgainUnderItsID_Invariant14(t *testing.T) {
+	t.Parallel()
+	h, errs := newCountingHarness(t)
+	settings := auditSettings()
+	limits := redelivery.Limits{MaxEventsPerRequest: 200}
+	var lost atomic.Value // the request id of the follow-up the broker lost
+	asked := make(chan struct{}, 1)
+	orders := start(t, h, "orders", harness.Options{Settings: settings, Grants: map[string][]string{"billing": eventTypes},
+		Limits: limits}, func(s *harness.Service) {
+		s.Control.Lose = func(_ string, data []byte) bool {
+			env, _, err := wire.Decode(data, wire.DefaultMaxMessageBytes)
+			if err != nil || env.Kind != wire.KindRedeliveryRequest || env.To == "" {
+				return false // the broadcast itself goes through
+			}
+			var req wire.RedeliveryRequest
+			if err := json.Unmarshal(env.Body, &req); err != nil {
+				return false
+			}
+			if lost.CompareAndSwap(nil, req.RequestID) {
+				return true // the first follow-up is lost on the way
+			}
+			if lost.Load() == req.RequestID {
+				select {
+				case asked <- struct{}{}:
+				default:
+				}
+			}
+			return false
+		}
+	})
+	billing := start(t, h, "billing", harness.Options{Settings: settings, Consumes: eventTypes[:1]}, func(s *harness.Service) {
+		quickBackfill(s)
+		// Short, so the stall is noticed soon; long enough that orders answers the broadcast
+		// well within it (a broadcast nobody answered is re-asked after it too, as a new backfill).
+		s.Backfill.ReaskAfter = 2 * time.Second
+	})
+	appendOrders(t, orders, 2000, 40)
+	publishAllThenForget(t, orders, 2000, true, []*harness.Service{orders, billing})
+	want := rowsOfType(t, orders.Pool, "orders", eventTypes[1])
+	if len(want) <= limits.MaxEventsPerRequest {
+		t.Fatalf("orders holds %d events of %s; want more than one answer's worth", len(want), eventTypes[1])
+	}
+
+	if err := store.SubscriptionsAdd(context.Background(), billing.Pool, "", []string{eventTypes[1]}, store.AllTenants()); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-asked:
+	case <-time.After(failsafe):
+		t.Fatalf("the lost follow-up %v was never asked again (type %s is %s)", lost.Load(), eventTypes[1],
+			consumedStatus(t, billing, eventTypes[1]))
+	}
+	services := []*harness.Service{orders, billing}
+	waitFor(t, "order.paid backfilled and complete after the lost follow-up was asked again", services, func() bool {
+		return consumedStatus(t, billing, eventTypes[1]) == store.ConsumedComplete
+	})
+	requireSameRows(t, want, rowsOfType(t, billing.Pool, "orders", eventTypes[1]))
 	if n := errs.Load(); n != 0 {
 		t.Fatalf("%d ERROR-level log records; want none", n)
 	}

@@ -85,6 +85,39 @@ as $$
     returning c.event_type
 $$;
 
+-- backfill_reask_stalled claims the backfill answers that stalled and returns the follow-up to
+-- send again for each: an origin answered a backfill of a type still requested, truncated, and
+-- its last follow-up (the latest not answered) brought no summary for reask_after: lost on the
+-- way, or never reached the origin. The follow-up keeps its request_id and body as recorded, so an
+-- origin that did get it serves it once (it keeps a request id once). Backoff without a counter:
+-- a re-ask moves the follow-up's sent_at (when it was last sent), and the next is due once it has
+-- waited as long as it had since the answer's last progress (broadcast_answers.updated_at), at
+-- least reask_after and at most 16 times that: re-asks at reask_after x 1, 2, 4, 8, 16, 16, ...
+-- Claimed atomically (the conditions are on the updated row): of several replicas one sends it.
+-- An answer whose last summary is not followed yet is the receiver's to follow, not this.
+create function streamseal.backfill_reask_stalled(reask_after interval)
+returns table (request_id uuid, origin text, request jsonb)
+language sql
+volatile
+set search_path = pg_catalog, pg_temp
+as $$
+    update streamseal.sent_requests s
+    set sent_at = pg_catalog.now()
+    from streamseal.broadcast_answers a
+    cross join lateral (
+        select l.request_id from streamseal.sent_requests l
+        where l.backfill = a.backfill and l.origin = a.origin and l.source = 'follow_up' and l.answered_at is null
+        order by l.sent_at desc, l.request_id
+        limit 1) f
+    where not a.done
+      and exists (select from streamseal.consumed_types c where c.backfill_request = a.backfill and c.status = 'requested')
+      and s.request_id = f.request_id and s.answered_at is null
+      and pg_catalog.now() - s.sent_at >= least(
+              greatest(backfill_reask_stalled.reask_after, s.sent_at - a.updated_at),
+              16 * backfill_reask_stalled.reask_after)
+    returning s.request_id, s.origin, s.request
+$$;
+
 -- backfill_requested records that request_id (a broadcast, sent_requests origin '_all') asks
 -- for event_types' history: they become requested. A type not consumed is refused by name.
 create function streamseal.backfill_requested(event_types text[], request_id uuid)

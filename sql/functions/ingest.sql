@@ -20,16 +20,22 @@ declare
     self text := streamseal.service_name();
     bad record;
     lim record;
+    bad_origins text[];
     repeats boolean;
     added uuid[];
 begin
     -- The table, not limits(): a function with a SET clause costs a call per batch on the hot path.
     select l.max_payload_bytes, l.max_id_bytes, l.max_metadata_bytes into lim from streamseal.limits l;
+    -- The service-name rule once per distinct origin (a batch holds one or a few), not per copy:
+    -- the regex costs ~4.5 µs a match, a sixth of a copy's whole ingest (bench backfill).
+    select pg_catalog.array_agg(o.origin) into bad_origins
+    from (select distinct c.origin from pg_catalog.unnest(ingest.copies) as c where c.origin is not null) o
+    where o.origin !~ '^[a-z][a-z0-9-]{0,62}$';
     -- GUARD: every copy carries its origin's identity and passes the checks an own event does.
     select c.position, c.event_id, case
         when c.event_id is null then 'event_id is required'
         when c.origin is null then 'origin is required'
-        when c.origin !~ '^[a-z][a-z0-9-]{0,62}$' then pg_catalog.format('origin %L is not a service name', c.origin)
+        when c.origin = any (bad_origins) then pg_catalog.format('origin %L is not a service name', c.origin)
         when c.origin = self then pg_catalog.format('origin "%s" is this service: a copy cannot claim it', c.origin)
         when c.origin_seq is null or c.origin_seq < 1 then 'origin_seq is required (>= 1)'
         when c.type_seq is null or c.type_seq < 1 then 'type_seq is required (>= 1)'
@@ -39,7 +45,7 @@ begin
     into bad
     from pg_catalog.unnest(ingest.copies) with ordinality as c(event_id, origin, origin_seq, type_seq, tenant,
          stream_id, stream_version, event_type, flags, payload, metadata, occurred_at, position)
-    where c.event_id is null or c.origin is null or c.origin !~ '^[a-z][a-z0-9-]{0,62}$' or c.origin = self
+    where c.event_id is null or c.origin is null or c.origin = any (bad_origins) or c.origin = self
        or c.origin_seq is null or c.origin_seq < 1 or c.type_seq is null or c.type_seq < 1
        or streamseal._event_problem(c.tenant, c.stream_id, c.stream_version, c.event_type, c.flags, c.payload,
              c.metadata, lim.max_payload_bytes, lim.max_id_bytes, lim.max_metadata_bytes) is not null
