@@ -436,6 +436,14 @@ begin
            u.request_attempts
     from updated u
     order by u.tenant;
+
+    -- A listed round waiting for these lanes (lane_rounds.sql) may be accounted for now: the
+    -- origin's lane-set mark, which the feed's certification never passes, moves on.
+    if exists (select from streamseal.lane_round_pairs p
+               where p.origin = _verify_checkpoint.origin and p.event_type = _verify_checkpoint.checkpoint_type
+                 and p.tenant = any (_verify_checkpoint.tenants)) then
+        perform streamseal._lane_rounds_advance(_verify_checkpoint.origin);
+    end if;
 end
 $$;
 
