@@ -84,3 +84,45 @@ func TestDecodeBeatRefusesMalformedBeats(t *testing.T) {
 		}
 	}
 }
+
+// Invariant 15 (issue 17): a beat lists the lanes its round checkpointed, split over parts of
+// at most BeatLanesPerPart; a beat of an older sender (no parts, no lanes) still decodes; a beat
+// whose parts or lanes are not what an encoder writes is refused, never half taken.
+func TestBeatListsItsRoundsLanesInPartsAndAnOlderSendersBeatStillDecodes_ReadersNeverSkip(t *testing.T) {
+	old := []byte(`{"v":1,"origin":"orders","interval_s":60,"generation":0,"at":"2026-01-01T00:00:00Z","from":3,"to":9}`)
+	b, err := DecodeBeat(old)
+	if err != nil || b.Parts != 0 || len(b.Lanes) != 0 {
+		t.Fatalf("an older sender's beat: %+v, %v; want accepted with no parts", b, err)
+	}
+	lanes := make([]BeatLane, BeatLanesPerPart+1)
+	for i := range lanes {
+		lanes[i] = BeatLane{Tenant: "acme", Type: "order.placed", Last: int64(i + 1)}
+	}
+	parts := BeatParts(Beat{Origin: "orders", IntervalS: 60, From: 3, To: 9}, lanes)
+	if len(parts) != 2 || len(parts[0].Lanes) != BeatLanesPerPart || len(parts[1].Lanes) != 1 || parts[1].Part != 2 || parts[1].Parts != 2 {
+		t.Fatalf("BeatParts over %d lanes: %d parts", len(lanes), len(parts))
+	}
+	if quiet := BeatParts(Beat{Origin: "orders", IntervalS: 60}, nil); len(quiet) != 1 || quiet[0].Part != 1 || quiet[0].Parts != 1 || len(quiet[0].Lanes) != 0 {
+		t.Fatalf("a quiet round's beat: %+v; want one part listing nothing", quiet)
+	}
+	for _, p := range parts {
+		m, err := BeatMessage(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := DecodeBeat(m.Data)
+		if err != nil || got.Part != p.Part || got.Parts != p.Parts || !slices.Equal(got.Lanes, p.Lanes) {
+			t.Fatalf("part %d did not round-trip: %v", p.Part, err)
+		}
+	}
+	for name, body := range map[string]string{
+		"part beyond parts": `{"v":1,"origin":"orders","interval_s":60,"generation":0,"at":"2026-01-01T00:00:00Z","from":3,"to":9,"part":3,"parts":2}`,
+		"lanes, no parts":   `{"v":1,"origin":"orders","interval_s":60,"generation":0,"at":"2026-01-01T00:00:00Z","from":3,"to":9,"lanes":[{"tenant":"","type":"t","last":1}]}`,
+		"lane without type": `{"v":1,"origin":"orders","interval_s":60,"generation":0,"at":"2026-01-01T00:00:00Z","from":3,"to":9,"part":1,"parts":1,"lanes":[{"tenant":"","type":"","last":1}]}`,
+		"lane at 0":         `{"v":1,"origin":"orders","interval_s":60,"generation":0,"at":"2026-01-01T00:00:00Z","from":3,"to":9,"part":1,"parts":1,"lanes":[{"tenant":"","type":"t","last":0}]}`,
+	} {
+		if _, err := DecodeBeat([]byte(body)); err == nil {
+			t.Errorf("%s: decoded; want refused", name)
+		}
+	}
+}

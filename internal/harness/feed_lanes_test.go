@@ -166,12 +166,16 @@ func TestFeed_ATokenNeverPassesANewPairWhoseFirstEventsWereAllLost(t *testing.T)
 	}
 
 	// Billing verifies order.paid's checkpoint; the next round's beat confirms the holes, the
-	// repair lands, and the boundary rises to the round's end: the mark moved on, and both
-	// lanes (quiet, complete) certify up to it.
+	// repair lands, the one after re-evaluates the lane, and the boundary rises to the rounds'
+	// end: the mark moved on, and both lanes (quiet, complete) certify up to it.
 	holdPaid.Store(false)
 	waitFor(t, "billing's order.paid lane born", services, func() bool { return laneFloor(t, billing, "orders", "acme", paid) >= 0 })
 	round()
 	waitFor(t, "the repair of order.paid landed on billing", services, func() bool { return countFrom(t, billing.Pool, "orders") == 4 })
+	round()
+	waitFor(t, "the next beat moved order.paid's floor over the repaired events", services, func() bool {
+		return laneFloor(t, billing, "orders", "acme", paid) == 2
+	})
 	if token, _ = read(billing, token); boundary(billing, token) < through {
 		t.Errorf("after the repair billing's token certifies orders through %d; want %d (the verified rounds' end)", boundary(billing, token), through)
 	}
