@@ -6,10 +6,11 @@
 
 -- _lane_rounds_advance moves origin's mark over the recorded rounds that account for it: a
 -- round whose window starts at or below the mark, all of whose parts were recorded and none of
--- whose listed pairs still waits for its lane (pairs whose lane caught up, or that this store
--- no longer subscribes to, leave first). Then it forgets the rounds the mark passed. The mark
--- only rises (concurrent calls: greatest). Returns it (null: no listed round ever recorded).
--- Cost: the waiting pairs of the rounds at the mark, by key; rounds are one a beat.
+-- whose listed pairs still waits for its lane (a waiting pair this store no longer subscribes to
+-- does not count: it will never be verified). Then it forgets the rounds the mark passed. The
+-- mark only rises. Returns it (null: no listed round ever recorded). Cost: a key probe per round
+-- at the mark (the first waiting pair found ends it). Callers hold the origin's known_origins
+-- row (record_lane_round, _lane_rounds_clear).
 create function streamseal._lane_rounds_advance(origin text)
 returns bigint
 language plpgsql
@@ -25,28 +26,58 @@ begin
         return null;
     end if;
     loop
-        delete from streamseal.lane_round_pairs p
-        using streamseal.lane_rounds r
-        where r.origin = _lane_rounds_advance.origin and r.window_from <= mark and r.window_to > mark
-          and p.origin = r.origin and p.round_at = r.round_at
-          and (exists (select from streamseal.lanes l
-                       where l.origin = p.origin and l.tenant = p.tenant and l.event_type = p.event_type
-                         and l.last_type_seq >= p.last_type_seq)
-               or not streamseal.subscribed(p.origin, p.tenant, p.event_type));
         select pg_catalog.max(r.window_to) into next_mark
         from streamseal.lane_rounds r
         where r.origin = _lane_rounds_advance.origin and r.window_from <= mark and r.window_to > mark
           and r.parts_seen = pg_catalog.int4multirange(pg_catalog.int4range(1, r.parts + 1))
-          and not exists (select from streamseal.lane_round_pairs p where p.origin = r.origin and p.round_at = r.round_at);
+          and not exists (select from streamseal.lane_round_pairs p
+                          where p.origin = r.origin and p.round_at = r.round_at
+                            and streamseal.subscribed(p.origin, p.tenant, p.event_type));
         exit when next_mark is null;
         mark := next_mark;
     end loop;
     delete from streamseal.lane_rounds r where r.origin = _lane_rounds_advance.origin and r.window_to <= mark;
     update streamseal.known_origins k
-    set lanes_announced_through = greatest(k.lanes_announced_through, mark)
-    where k.origin = _lane_rounds_advance.origin and k.lanes_announced_through < mark
-    returning k.lanes_announced_through into next_mark;
-    return greatest(mark, next_mark);
+    set lanes_announced_through = mark
+    where k.origin = _lane_rounds_advance.origin and k.lanes_announced_through < mark;
+    return mark;
+end
+$$;
+
+-- _lane_rounds_clear is verify_checkpoint's part: the waiting pairs of the lanes one checkpoint
+-- message verified (origin, event_type, tenants) leave when their lane is now announced as far
+-- as their round listed, by key (lane_round_pairs_by_lane); when any left, the mark moves over
+-- what that accounts for. GUARD: it holds the origin's known_origins row first, as
+-- record_lane_round does, so a round recorded while this verification ran is either seen here
+-- (recorded first: its pairs are cleared) or sees this verification's lanes (recorded after:
+-- it records no pair they cover); no pair is left waiting for a lane that caught up. Nothing to
+-- clear (the usual case) costs the row lock and one index probe per tenant.
+create function streamseal._lane_rounds_clear(origin text, event_type text, tenants text[])
+returns void
+language plpgsql
+volatile
+set search_path = pg_catalog, pg_temp
+as $$
+begin
+    perform from streamseal.known_origins k where k.origin = _lane_rounds_clear.origin for no key update;
+    delete from streamseal.lane_round_pairs p
+    where (p.origin, p.round_at, p.tenant, p.event_type) in (
+        select w.origin, w.round_at, w.tenant, w.event_type
+        from pg_catalog.unnest(_lane_rounds_clear.tenants) t(tenant)
+        cross join lateral (
+            select x.origin, x.round_at, x.tenant, x.event_type, x.last_type_seq
+            from streamseal.lane_round_pairs x
+            where x.origin = _lane_rounds_clear.origin and x.event_type = _lane_rounds_clear.event_type
+              and x.tenant = t.tenant
+            -- A fence: one probe of lane_round_pairs_by_lane per tenant, whatever the statistics
+            -- say (a table filled by one burst and not analyzed yet was read whole per call).
+            offset 0) w
+        join streamseal.lanes l
+          on l.origin = w.origin and l.tenant = w.tenant and l.event_type = w.event_type
+         and l.last_type_seq >= w.last_type_seq);
+    if found then
+        perform streamseal._lane_rounds_advance(_lane_rounds_clear.origin);
+    end if;
 end
 $$;
 
@@ -105,7 +136,8 @@ begin
             using errcode = '22023';
     end if;
 
-    -- GUARD: one recorder of an origin at a time; the mark starts at the first listed round.
+    -- GUARD: the origin's row, held to the commit, orders this call with other recorders and
+    -- with verifications clearing pairs (_lane_rounds_clear). The mark starts at the first listed round.
     update streamseal.known_origins k
     set lanes_announced_through = coalesce(k.lanes_announced_through, record_lane_round.window_from)
     where k.origin = record_lane_round.origin
