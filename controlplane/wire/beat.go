@@ -40,14 +40,42 @@ type Beat struct {
 	Lanes      []BeatLane `json:"lanes,omitempty"`
 }
 
-// BeatLane is one pair a round checkpointed and the last type_seq it reached in the window.
+// BeatLane is one pair a round checkpointed and the last type_seq it reached in the window. On
+// the wire it is an array, ["tenant", "type", last]: a list names every active pair of a round
+// again, and keys would cost as much as the names.
 type BeatLane struct {
-	Tenant string `json:"tenant"`
-	Type   string `json:"type"`
-	Last   int64  `json:"last"`
+	Tenant string
+	Type   string
+	Last   int64
 }
 
-// BeatLanesPerPart bounds the pairs one beat message lists (a pair costs its names and ~40
+// MarshalJSON writes l as ["tenant", "type", last].
+func (l BeatLane) MarshalJSON() ([]byte, error) {
+	return json.Marshal([]any{l.Tenant, l.Type, l.Last})
+}
+
+// UnmarshalJSON reads ["tenant", "type", last], refusing any other shape.
+func (l *BeatLane) UnmarshalJSON(data []byte) error {
+	var parts []json.RawMessage
+	if err := json.Unmarshal(data, &parts); err != nil {
+		return fmt.Errorf("beat lane: %w", err)
+	}
+	if len(parts) != 3 {
+		return fmt.Errorf("beat lane has %d fields: expected [tenant, type, last]", len(parts))
+	}
+	if err := json.Unmarshal(parts[0], &l.Tenant); err != nil {
+		return fmt.Errorf("beat lane tenant: %w", err)
+	}
+	if err := json.Unmarshal(parts[1], &l.Type); err != nil {
+		return fmt.Errorf("beat lane type: %w", err)
+	}
+	if err := json.Unmarshal(parts[2], &l.Last); err != nil {
+		return fmt.Errorf("beat lane last: %w", err)
+	}
+	return nil
+}
+
+// BeatLanesPerPart bounds the pairs one beat message lists (a pair costs its names and ~15
 // bytes, so a part stays far below the broker's max payload): a round over more pairs is split.
 const BeatLanesPerPart = 2000
 

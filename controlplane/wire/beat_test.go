@@ -110,16 +110,22 @@ func TestBeatListsItsRoundsLanesInPartsAndAnOlderSendersBeatStillDecodes_Readers
 		if err != nil {
 			t.Fatal(err)
 		}
+		if len(m.Data) > 128<<10 {
+			t.Fatalf("part %d of %d lanes is %d bytes: want far below the broker's max payload", p.Part, len(p.Lanes), len(m.Data))
+		}
 		got, err := DecodeBeat(m.Data)
 		if err != nil || got.Part != p.Part || got.Parts != p.Parts || !slices.Equal(got.Lanes, p.Lanes) {
 			t.Fatalf("part %d did not round-trip: %v", p.Part, err)
 		}
 	}
 	for name, body := range map[string]string{
-		"part beyond parts": `{"v":1,"origin":"orders","interval_s":60,"generation":0,"at":"2026-01-01T00:00:00Z","from":3,"to":9,"part":3,"parts":2}`,
-		"lanes, no parts":   `{"v":1,"origin":"orders","interval_s":60,"generation":0,"at":"2026-01-01T00:00:00Z","from":3,"to":9,"lanes":[{"tenant":"","type":"t","last":1}]}`,
-		"lane without type": `{"v":1,"origin":"orders","interval_s":60,"generation":0,"at":"2026-01-01T00:00:00Z","from":3,"to":9,"part":1,"parts":1,"lanes":[{"tenant":"","type":"","last":1}]}`,
-		"lane at 0":         `{"v":1,"origin":"orders","interval_s":60,"generation":0,"at":"2026-01-01T00:00:00Z","from":3,"to":9,"part":1,"parts":1,"lanes":[{"tenant":"","type":"t","last":0}]}`,
+		"part beyond parts":  `{"v":1,"origin":"orders","interval_s":60,"generation":0,"at":"2026-01-01T00:00:00Z","from":3,"to":9,"part":3,"parts":2}`,
+		"lanes, no parts":    `{"v":1,"origin":"orders","interval_s":60,"generation":0,"at":"2026-01-01T00:00:00Z","from":3,"to":9,"lanes":[["","t",1]]}`,
+		"lane without type":  `{"v":1,"origin":"orders","interval_s":60,"generation":0,"at":"2026-01-01T00:00:00Z","from":3,"to":9,"part":1,"parts":1,"lanes":[["","",1]]}`,
+		"lane at 0":          `{"v":1,"origin":"orders","interval_s":60,"generation":0,"at":"2026-01-01T00:00:00Z","from":3,"to":9,"part":1,"parts":1,"lanes":[["","t",0]]}`,
+		"lane as object":     `{"v":1,"origin":"orders","interval_s":60,"generation":0,"at":"2026-01-01T00:00:00Z","from":3,"to":9,"part":1,"parts":1,"lanes":[{"tenant":"","type":"t","last":1}]}`,
+		"lane of 2 fields":   `{"v":1,"origin":"orders","interval_s":60,"generation":0,"at":"2026-01-01T00:00:00Z","from":3,"to":9,"part":1,"parts":1,"lanes":[["","t"]]}`,
+		"lane last a string": `{"v":1,"origin":"orders","interval_s":60,"generation":0,"at":"2026-01-01T00:00:00Z","from":3,"to":9,"part":1,"parts":1,"lanes":[["","t","1"]]}`,
 	} {
 		if _, err := DecodeBeat([]byte(body)); err == nil {
 			t.Errorf("%s: decoded; want refused", name)
