@@ -132,3 +132,31 @@ func TestBeatListsItsRoundsLanesInPartsAndAnOlderSendersBeatStillDecodes_Readers
 		}
 	}
 }
+
+// Invariant 13: whatever arrives on a beat subject decodes to a beat whose parts and lanes are
+// what an encoder writes, or is refused; never a panic.
+func FuzzDecodeBeat(f *testing.F) {
+	for _, p := range BeatParts(Beat{Origin: "orders", IntervalS: 60, From: 3, To: 9},
+		[]BeatLane{{Tenant: "acme", Type: "order.placed", Last: 4}, {Tenant: "", Type: "order.paid", Last: 1}}) {
+		m, err := BeatMessage(p)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(m.Data)
+	}
+	f.Add([]byte(`{"v":1,"origin":"orders","interval_s":60,"generation":0,"at":"2026-01-01T00:00:00Z","from":3,"to":9}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		b, err := DecodeBeat(data)
+		if err != nil {
+			return
+		}
+		if b.Parts == 0 && (b.Part != 0 || len(b.Lanes) > 0) || b.Parts > 0 && (b.Part < 1 || b.Part > b.Parts) || len(b.Lanes) > BeatLanesPerPart {
+			t.Fatalf("decoded a beat no encoder writes: part %d of %d, %d lanes", b.Part, b.Parts, len(b.Lanes))
+		}
+		for _, l := range b.Lanes {
+			if l.Type == "" || l.Last < 1 {
+				t.Fatalf("decoded lane %+v", l)
+			}
+		}
+	})
+}
