@@ -40,6 +40,8 @@ func TestMigrate_UpgradeMovesOwnNumbersInPlace(t *testing.T) {
 	mustExec(t, conn, `drop table streamseal.handlers, streamseal.projection_cursors, streamseal.handler_failures,
 		streamseal.handler_parked, streamseal.coverage_findings cascade`)
 	mustExec(t, conn, `drop type streamseal.handler_event cascade`)
+	mustExec(t, conn, `drop table streamseal.lane_round_pairs, streamseal.lane_rounds cascade`)
+	mustExec(t, conn, `alter table streamseal.known_origins drop column lanes_announced_through`)
 	mustExec(t, conn, `create index events_unstamped on streamseal.events (local_id) where origin_seq is null`)
 	mustExec(t, conn, "update "+migrate.VersionTable+" set version = 31")
 	mustExec(t, conn, `alter table streamseal.events disable trigger user`)
