@@ -12,6 +12,7 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -80,12 +81,16 @@ func (p *Publisher) Publish(ctx context.Context) (int, error) {
 	var order []wire.Checkpoint
 	at := time.Now().UTC()
 	var beat *wire.Beat
+	var lanes []wire.BeatLane
 	for _, row := range rows {
 		if row.EventType == nil {
 			// The liveness row, one per round: the origin's beat.
 			beat = &wire.Beat{Origin: p.Service, IntervalS: max(1, int(p.Interval.Seconds())),
 				Generation: generation, At: at, From: row.From, To: row.To}
 			continue
+		}
+		if row.Last != nil {
+			lanes = append(lanes, wire.BeatLane{Tenant: deref(row.Tenant), Type: *row.EventType, Last: *row.Last})
 		}
 		order = append(order, wire.Checkpoint{Origin: p.Service,
 			IntervalS: max(1, int(p.Interval.Seconds())), Generation: generation, From: row.From, To: row.To,
@@ -147,17 +152,26 @@ func (p *Publisher) Publish(ctx context.Context) (int, error) {
 		futures = append(futures, f)
 	}
 	// The beat goes last: published after the round's checkpoints, so a consumer that sees it
-	// has been offered every checkpoint of the round on the pairs' subjects.
+	// has been offered every checkpoint of the round on the pairs' subjects. It lists the pairs
+	// the round checkpointed (in parts when they are many: wire.BeatParts), so a consumer knows
+	// which lanes the round announced before it verifies their checkpoints (issue 17).
 	if beat != nil {
-		msg, err := wire.BeatMessage(*beat)
-		if err != nil {
-			return 0, err
+		for _, part := range wire.BeatParts(*beat, lanes) {
+			if len(futures)-awaited >= publishWindow {
+				if err := await(len(futures) - publishWindow/2); err != nil {
+					return 0, err
+				}
+			}
+			msg, err := wire.BeatMessage(part)
+			if err != nil {
+				return 0, err
+			}
+			f, err := p.JS.PublishMsgAsync(msg)
+			if err != nil {
+				return 0, fmt.Errorf("publish beat: %w", err)
+			}
+			futures = append(futures, f)
 		}
-		f, err := p.JS.PublishMsgAsync(msg)
-		if err != nil {
-			return 0, fmt.Errorf("publish beat: %w", err)
-		}
-		futures = append(futures, f)
 	}
 	if err := await(len(futures)); err != nil {
 		return 0, err
@@ -294,16 +308,32 @@ func (v *Verifier) verifyWindow(ctx context.Context, cps []wire.Checkpoint, orde
 // tail loss of a pair that went quiet is confirmed and requested, and a hole waiting for the cap
 // or for its re-ask deadline is offered again, without the origin repeating its quiet pairs.
 // Own beats are ignored.
+//
+// A listed beat (Parts > 0, issue 17) is also recorded as its round's part
+// (streamseal.record_lane_round): the origin's lane-set mark, which the feed's certification
+// never passes, moves over the round once every pair it lists has a lane announced that far.
+// Parts after the first only record their list: the first is the round's beat.
 func (v *Verifier) Beat(ctx context.Context, b wire.Beat) error {
 	if b.Origin == v.Service {
 		return nil
 	}
-	v.beats.Add(1)
 	lock := v.originLock(b.Origin)
 	lock.Lock()
 	defer lock.Unlock()
+	if b.Part > 1 {
+		return v.recordLanes(ctx, b)
+	}
+	v.beats.Add(1)
 	if err := v.observe(ctx, b.Origin, b.IntervalS, b.Generation, b.To); err != nil {
 		return err
+	}
+	if err := v.recordLanes(ctx, b); err != nil {
+		if !errors.Is(err, store.ErrInvalidInput) {
+			return err
+		}
+		// A list SQL refuses is refused again: the round stays unaccounted for (the origin's
+		// tokens stop rising: more replay, never a skip), and the beat's liveness work goes on.
+		v.Logger.Error("checkpoint: beat's lane list refused", "origin", b.Origin, "round", b.At, "err", err)
 	}
 	lanes, err := store.CheckpointVerifyBeat(ctx, v.Pool, b.Origin, b.From, b.To)
 	if err != nil {
@@ -312,6 +342,21 @@ func (v *Verifier) Beat(ctx context.Context, b wire.Beat) error {
 	// The beat names the round its checkpoints were taken in (At): re-asks share that round's cap.
 	return v.judge(ctx, wire.Checkpoint{Origin: b.Origin, IntervalS: b.IntervalS, Generation: b.Generation,
 		At: b.At, From: b.From, To: b.To}, lanes)
+}
+
+// recordLanes records a listed beat's part (an older sender's beat lists nothing: nothing to record).
+func (v *Verifier) recordLanes(ctx context.Context, b wire.Beat) error {
+	if b.Parts == 0 {
+		return nil
+	}
+	r := store.LaneRound{Origin: b.Origin, At: b.At, From: b.From, To: b.To, Part: b.Part, Parts: b.Parts}
+	for _, l := range b.Lanes {
+		r.Tenants, r.Types, r.Lasts = append(r.Tenants, l.Tenant), append(r.Types, l.Type), append(r.Lasts, l.Last)
+	}
+	if _, err := store.LaneRoundRecord(ctx, v.Pool, r); err != nil {
+		return fmt.Errorf("record the lanes of %s's round %s: %w", b.Origin, b.At.Format(time.RFC3339Nano), err)
+	}
+	return nil
 }
 
 // originLock is origin's lock between its checkpoints and its beats (see exclusive).

@@ -129,17 +129,19 @@ func TestPublisher(t *testing.T) {
 			if n, err := p.Publish(ctx); err != nil || n != pairs {
 				t.Fatalf("%d pairs: the active round published %d checkpoints, %v; want one per pair", pairs, n, err)
 			}
-			if c, b := checkpoints(), beats(); c != uint64(pairs) || b != 1 {
-				t.Fatalf("%d pairs: after the active round the broker holds %d checkpoints and %d beats; want %d and 1", pairs, c, b, pairs)
+			// The active round's beat lists its pairs (issue 17), in parts of wire.BeatLanesPerPart.
+			parts := uint64((pairs + wire.BeatLanesPerPart - 1) / wire.BeatLanesPerPart)
+			if c, b := checkpoints(), beats(); c != uint64(pairs) || b != parts {
+				t.Fatalf("%d pairs: after the active round the broker holds %d checkpoints and %d beat messages; want %d and %d", pairs, c, b, pairs, parts)
 			}
 			before := streamBytes()
 			for round := 2; round <= 4; round++ {
 				if n, err := p.Publish(ctx); err != nil || n != 0 {
 					t.Fatalf("%d pairs: quiet round %d published %d checkpoints, %v; want none", pairs, round, n, err)
 				}
-				if c, b := checkpoints(), beats(); c != uint64(pairs) || b != uint64(round) {
-					t.Fatalf("%d pairs: after quiet round %d the broker holds %d checkpoints and %d beats; want %d and %d",
-						pairs, round, c, b, pairs, round)
+				if c, b := checkpoints(), beats(); c != uint64(pairs) || b != parts+uint64(round-1) {
+					t.Fatalf("%d pairs: after quiet round %d the broker holds %d checkpoints and %d beat messages; want %d and %d",
+						pairs, round, c, b, pairs, parts+uint64(round-1))
 				}
 			}
 			quietBytes[pairs] = (streamBytes() - before) / 3

@@ -362,4 +362,65 @@ func TestVerifier(t *testing.T) {
 			t.Fatalf("lanes: %d with t017's hole confirmed below its floor, %d others at their last event; want 1 and %d", lost, atTop, tenants-1)
 		}
 	})
+
+	// Invariant 15 (issue 17): a beat of an older sender (no list) records no round, and the
+	// origin keeps no lane-set mark (the feed certifies it by its lanes, as before); a listed beat
+	// in two parts starts the mark at its window and moves it over the window only once both
+	// parts are recorded and both listed lanes are announced, whichever checkpoint comes last.
+	t.Run("AListedBeatMovesTheLaneSetMarkOnceEveryListedLaneIsAnnounced", func(t *testing.T) {
+		t.Parallel()
+		pool := dbtest.NewPool(t, "billing")
+		if err := store.SubscriptionsAdd(ctx, pool, "orders", []string{"order.placed", "order.paid"}, store.AllTenants()); err != nil {
+			t.Fatal(err)
+		}
+		cfg := config.Defaults()
+		cfg.RepairMode = config.ReportOnly
+		v := &checkpoint.Verifier{Pool: pool, Service: "billing", Config: cfg, Logger: testrun.Logger(t)}
+		mark := func() *int64 {
+			var m *int64
+			if err := pool.QueryRow(ctx, "select lanes_announced_through from streamseal.known_origins where origin = 'orders'").Scan(&m); err != nil {
+				t.Fatal(err)
+			}
+			return m
+		}
+		at := time.Now().UTC()
+		if err := v.Beat(ctx, wire.Beat{Origin: "orders", IntervalS: 1, At: at, From: 1, To: 1}); err != nil {
+			t.Fatal(err)
+		}
+		if m := mark(); m != nil {
+			t.Fatalf("an older sender's beat left the mark at %d; want none", *m)
+		}
+		round := wire.Beat{Origin: "orders", IntervalS: 1, At: at.Add(time.Second), From: 1, To: 3}
+		parts := []wire.Beat{round, round}
+		parts[0].Part, parts[0].Parts, parts[0].Lanes = 1, 2, []wire.BeatLane{{Tenant: "acme", Type: "order.placed", Last: 1}}
+		parts[1].Part, parts[1].Parts, parts[1].Lanes = 2, 2, []wire.BeatLane{{Tenant: "acme", Type: "order.paid", Last: 1}}
+		one := int64(1)
+		verify := func(eventType string) {
+			t.Helper()
+			if err := v.Verify(ctx, wire.Checkpoint{Origin: "orders", IntervalS: 1, At: round.At, From: 1, To: 3, Type: eventType,
+				Tenants: []wire.CheckpointTenant{{Tenant: "acme", N: 1, First: &one, Last: &one}}}, false); err != nil {
+				t.Fatal(err)
+			}
+		}
+		beat := func(b wire.Beat) {
+			t.Helper()
+			if err := v.Beat(ctx, b); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for i, step := range []func(){
+			func() { beat(parts[0]) },
+			func() { verify("order.placed") },
+			func() { beat(parts[1]) },
+		} {
+			step()
+			if m := mark(); m == nil || *m != 1 {
+				t.Fatalf("step %d: mark %v; want 1, the round's start, while a part or a listed lane is missing", i+1, m)
+			}
+		}
+		verify("order.paid")
+		if m := mark(); m == nil || *m != 3 {
+			t.Fatalf("every listed lane announced: mark %v; want 3, the round's end", m)
+		}
+	})
 }

@@ -41,6 +41,8 @@ func TestMigrate_UpgradeMovesOwnNumbersInPlace(t *testing.T) {
 		streamseal.handler_parked, streamseal.coverage_findings, streamseal.projection_held,
 		streamseal.projection_rebuild_requests cascade`)
 	mustExec(t, conn, `drop type streamseal.handler_event cascade`)
+	mustExec(t, conn, `drop table streamseal.lane_round_pairs, streamseal.lane_rounds cascade`) // 035
+	mustExec(t, conn, `alter table streamseal.known_origins drop column lanes_announced_through`)
 	mustExec(t, conn, `drop table streamseal.checkpoint_inbox_load`) // 038
 	mustExec(t, conn, `alter table streamseal.checkpoint_inbox drop column origin cascade, drop column first_type_seq,
 		drop column last_type_seq, drop column coalescible`)

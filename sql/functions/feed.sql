@@ -189,27 +189,38 @@ as $$
     order by m.origin
 $$;
 
--- _feed_lane_bound certifies a copied origin: the lowest, over its lanes in scope, of one past
--- the origin_seq of the highest event held at or below the lane's floor (a lane's floor never
--- passes a hole, invariant 6, and within a lane type_seq and origin_seq rise together, so a hole
--- above the floor lies above that origin_seq). Null when the origin has no lane in scope. A
--- quiet lane holds the bound at its last event: more to replay on resume, never a skip.
+-- _feed_lane_bound certifies a copied origin: the lowest, over its lanes in scope, of what each
+-- lane certifies, capped at the origin's lane-set mark (known_origins.lanes_announced_through,
+-- lane_rounds.sql: every event below it, of a pair this store subscribes to, was announced to its
+-- lane, so a pair whose first events were all lost has a lane there before the bound passes
+-- them). A lane certifies one past the origin_seq of the highest event held at or below its
+-- floor (a lane's floor never passes a hole, invariant 6, and within a lane type_seq and
+-- origin_seq rise together, so a hole above the floor lies above that origin_seq); a lane whose
+-- floor reached the last type_seq announced to it holds everything of its pair below the mark,
+-- and certifies the mark (a quiet lane no longer pins its origin at its last event). Without a
+-- mark (no listed beat of the origin recorded yet: an older binary) the lanes alone, as before.
+-- Null when the origin has no lane in scope.
 create function streamseal._feed_lane_bound(origin text, event_types text[], tenants text[])
 returns bigint
 language sql
 stable
 set search_path = pg_catalog, pg_temp
 as $$
-    select pg_catalog.min(1 + coalesce((
-        select e.origin_seq
-        from streamseal.events e
-        where e.origin = l.origin and e.tenant = l.tenant and e.event_type = l.event_type
-          and e.type_seq is not null and e.type_seq <= l.floor
-        order by e.type_seq desc
-        limit 1), 0))
-    from streamseal.lanes l
-    where l.origin = _feed_lane_bound.origin
-      and streamseal._feed_in_scope(_feed_lane_bound.event_types, _feed_lane_bound.tenants, l.tenant, l.event_type)
+    select case when pg_catalog.count(l.origin) > 0 then least(m.mark, pg_catalog.min(
+        case when m.mark is not null and l.floor >= l.last_type_seq then m.mark
+             else 1 + coalesce((
+                 select e.origin_seq
+                 from streamseal.events e
+                 where e.origin = l.origin and e.tenant = l.tenant and e.event_type = l.event_type
+                   and e.type_seq is not null and e.type_seq <= l.floor
+                 order by e.type_seq desc
+                 limit 1), 0) end)) end
+    from (select (select k.lanes_announced_through from streamseal.known_origins k
+                  where k.origin = _feed_lane_bound.origin) as mark) m
+    left join streamseal.lanes l
+      on l.origin = _feed_lane_bound.origin
+     and streamseal._feed_in_scope(_feed_lane_bound.event_types, _feed_lane_bound.tenants, l.tenant, l.event_type)
+    group by m.mark
 $$;
 
 -- _feed_horizon: copies that landed below it are committed and visible to this statement's

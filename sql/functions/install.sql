@@ -40,6 +40,7 @@
 {{ template "destruction_holds.sql" . }}
 {{ template "checkpoints.sql" . }}
 {{ template "lanes.sql" . }}
+{{ template "lane_rounds.sql" . }}
 {{ template "consumed_types.sql" . }}
 {{ template "loss_reports.sql" . }}
 {{ template "comparison.sql" . }}

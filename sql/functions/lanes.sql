@@ -436,6 +436,16 @@ begin
            u.request_attempts
     from updated u
     order by u.tenant;
+
+    -- A listed round waiting for these lanes (lane_rounds.sql) may be accounted for now: the
+    -- origin's lane-set mark, which the feed's certification never passes, moves on. Only a
+    -- message that announced something can (a heartbeat, as verify_beat's, never moves a lane's
+    -- last_type_seq; and verify_beat, which locks several types' lanes in one transaction, then
+    -- never takes the origin's row after them).
+    if exists (select from pg_catalog.unnest(_verify_checkpoint.last_type_seqs) u(last) where u.last is not null) then
+        perform streamseal._lane_rounds_clear(_verify_checkpoint.origin, _verify_checkpoint.checkpoint_type,
+                                              _verify_checkpoint.tenants);
+    end if;
 end
 $$;
 

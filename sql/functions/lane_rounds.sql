@@ -1,0 +1,184 @@
+-- Lane-set marks on the consumer (issue 17; invariant 15): the inbox's verifier records each
+-- listed beat of an origin (record_lane_round; the beat lists the pairs its round checkpointed,
+-- with their last type_seq), and the origin's mark, known_origins.lanes_announced_through, moves
+-- over a round's window once every listed pair this store subscribes to has a lane announced
+-- that far. read_feed (feed.sql) never certifies the origin past the mark.
+
+-- _lane_rounds_advance moves origin's mark over the recorded rounds that account for it: a
+-- round whose window starts at or below the mark, all of whose parts were recorded and none of
+-- whose listed pairs still waits for its lane (a waiting pair this store no longer subscribes to
+-- does not count: it will never be verified). Then it forgets the rounds the mark passed. The
+-- mark only rises. Returns it (null: no listed round ever recorded). Cost: a key probe per round
+-- at the mark (the first waiting pair found ends it). Callers hold the origin's known_origins
+-- row (record_lane_round, _lane_rounds_clear).
+create function streamseal._lane_rounds_advance(origin text)
+returns bigint
+language plpgsql
+volatile
+set search_path = pg_catalog, pg_temp
+as $$
+declare
+    mark bigint;
+    next_mark bigint;
+begin
+    select k.lanes_announced_through into mark from streamseal.known_origins k where k.origin = _lane_rounds_advance.origin;
+    if mark is null then
+        return null;
+    end if;
+    loop
+        select pg_catalog.max(r.window_to) into next_mark
+        from streamseal.lane_rounds r
+        where r.origin = _lane_rounds_advance.origin and r.window_from <= mark and r.window_to > mark
+          and r.parts_seen = pg_catalog.int4multirange(pg_catalog.int4range(1, r.parts + 1))
+          and not exists (select from streamseal.lane_round_pairs p
+                          where p.origin = r.origin and p.round_at = r.round_at
+                            and streamseal.subscribed(p.origin, p.tenant, p.event_type));
+        exit when next_mark is null;
+        mark := next_mark;
+    end loop;
+    delete from streamseal.lane_rounds r where r.origin = _lane_rounds_advance.origin and r.window_to <= mark;
+    update streamseal.known_origins k
+    set lanes_announced_through = mark
+    where k.origin = _lane_rounds_advance.origin and k.lanes_announced_through < mark;
+    return mark;
+end
+$$;
+
+-- _lane_rounds_clear is verify_checkpoint's part: the waiting pairs of the lanes one checkpoint
+-- message verified (origin, event_type, tenants) leave when their lane is now announced as far
+-- as their round listed, by key (lane_round_pairs_by_lane); when any left, the mark moves over
+-- what that accounts for. GUARD: it holds the origin's known_origins row first, as
+-- record_lane_round does, so a round recorded while this verification ran is either seen here
+-- (recorded first: its pairs are cleared) or sees this verification's lanes (recorded after:
+-- it records no pair they cover); no pair is left waiting for a lane that caught up. Nothing to
+-- clear (the usual case) costs the row lock and one index probe per tenant.
+create function streamseal._lane_rounds_clear(origin text, event_type text, tenants text[])
+returns void
+language plpgsql
+volatile
+set search_path = pg_catalog, pg_temp
+as $$
+begin
+    perform from streamseal.known_origins k where k.origin = _lane_rounds_clear.origin for no key update;
+    delete from streamseal.lane_round_pairs p
+    where (p.origin, p.round_at, p.tenant, p.event_type) in (
+        select w.origin, w.round_at, w.tenant, w.event_type
+        from pg_catalog.unnest(_lane_rounds_clear.tenants) t(tenant)
+        cross join lateral (
+            select x.origin, x.round_at, x.tenant, x.event_type, x.last_type_seq
+            from streamseal.lane_round_pairs x
+            where x.origin = _lane_rounds_clear.origin and x.event_type = _lane_rounds_clear.event_type
+              and x.tenant = t.tenant
+            -- A fence: one probe of lane_round_pairs_by_lane per tenant, whatever the statistics
+            -- say (a table filled by one burst and not analyzed yet was read whole per call).
+            offset 0) w
+        join streamseal.lanes l
+          on l.origin = w.origin and l.tenant = w.tenant and l.event_type = w.event_type
+         and l.last_type_seq >= w.last_type_seq);
+    if found then
+        perform streamseal._lane_rounds_advance(_lane_rounds_clear.origin);
+    end if;
+end
+$$;
+
+-- record_lane_round records one part of a listed beat of origin: the round the origin took at
+-- round_at over [window_from, window_to), part `part` of `parts`, listing in parallel arrays the
+-- (tenant, event_type) pairs the round checkpointed and the last type_seq each reached. Pairs
+-- this store does not subscribe to are set aside; so are pairs whose lane was already announced
+-- that far. The first listed round recorded for an origin starts its mark at window_from (what
+-- lies below came from beats that listed nothing: an older binary, documented in the README).
+-- Returns the origin's mark after the call. The verifier calls it for every beat part, after
+-- observe_origin (an origin never observed is refused).
+create function streamseal.record_lane_round(origin text, round_at timestamptz, window_from bigint, window_to bigint,
+                                             part integer, parts integer, tenants text[], event_types text[],
+                                             last_type_seqs bigint[])
+returns bigint
+language plpgsql
+volatile
+set search_path = pg_catalog, pg_temp
+set jit = off
+as $$
+declare
+    mark bigint;
+    bad record;
+begin
+    perform streamseal._require_other_origin('record_lane_round', record_lane_round.origin, 'a service ignores its own beats');
+    perform streamseal._require_finite_time('record_lane_round', record_lane_round.round_at);
+    if record_lane_round.window_from is null or record_lane_round.window_to is null
+       or record_lane_round.window_from < 0 or record_lane_round.window_to < record_lane_round.window_from then
+        raise exception 'record_lane_round: window [%, %) of origin "%" is invalid: expected 0 <= from <= to',
+            coalesce(record_lane_round.window_from::text, 'null'), coalesce(record_lane_round.window_to::text, 'null'),
+            record_lane_round.origin
+            using errcode = '22023';
+    end if;
+    if record_lane_round.parts is null or record_lane_round.part is null or record_lane_round.parts < 1
+       or record_lane_round.part < 1 or record_lane_round.part > record_lane_round.parts then
+        raise exception 'record_lane_round: part % of % is invalid: expected 1 <= part <= parts',
+            coalesce(record_lane_round.part::text, 'null'), coalesce(record_lane_round.parts::text, 'null')
+            using errcode = '22023';
+    end if;
+    if record_lane_round.tenants is null or record_lane_round.event_types is null or record_lane_round.last_type_seqs is null
+       or pg_catalog.array_ndims(record_lane_round.tenants) > 1
+       or pg_catalog.cardinality(record_lane_round.event_types) <> pg_catalog.cardinality(record_lane_round.tenants)
+       or pg_catalog.cardinality(record_lane_round.last_type_seqs) <> pg_catalog.cardinality(record_lane_round.tenants) then
+        raise exception 'record_lane_round: tenants, event_types and last_type_seqs must be parallel one-dimensional arrays (empty for a round that checkpointed nothing)'
+            using errcode = '22023';
+    end if;
+    select u.tenant, u.event_type, u.last into bad
+    from rows from (pg_catalog.unnest(record_lane_round.tenants), pg_catalog.unnest(record_lane_round.event_types),
+                    pg_catalog.unnest(record_lane_round.last_type_seqs)) u(tenant, event_type, last)
+    where u.tenant is null or u.event_type is null or u.event_type = '' or u.last is null or u.last < 1
+    limit 1;
+    if found then
+        raise exception 'record_lane_round: pair (tenant %, type %, last %) of origin "%" is invalid: expected a tenant, a type name and a last type_seq >= 1',
+            coalesce(pg_catalog.quote_literal(bad.tenant), 'null'), coalesce(pg_catalog.quote_literal(bad.event_type), 'null'),
+            coalesce(bad.last::text, 'null'), record_lane_round.origin
+            using errcode = '22023';
+    end if;
+
+    -- GUARD: the origin's row, held to the commit, orders this call with other recorders and
+    -- with verifications clearing pairs (_lane_rounds_clear). The mark starts at the first listed round.
+    update streamseal.known_origins k
+    set lanes_announced_through = coalesce(k.lanes_announced_through, record_lane_round.window_from)
+    where k.origin = record_lane_round.origin
+    returning k.lanes_announced_through into mark;
+    if not found then
+        raise exception 'record_lane_round: origin "%" is unknown: observe it (observe_origin) before recording its rounds',
+            record_lane_round.origin
+            using errcode = '22023';
+    end if;
+    if record_lane_round.window_to <= mark then
+        -- The mark already covers the round.
+        return mark;
+    end if;
+
+    insert into streamseal.lane_rounds as r (origin, round_at, window_from, window_to, parts, parts_seen)
+    values (record_lane_round.origin, record_lane_round.round_at, record_lane_round.window_from, record_lane_round.window_to,
+            record_lane_round.parts,
+            pg_catalog.int4multirange(pg_catalog.int4range(record_lane_round.part, record_lane_round.part + 1)))
+    on conflict on constraint lane_rounds_pkey do update
+        set parts_seen = r.parts_seen + excluded.parts_seen
+    returning r.window_from, r.window_to, r.parts into bad;
+    if bad.window_from <> record_lane_round.window_from or bad.window_to <> record_lane_round.window_to
+       or bad.parts <> record_lane_round.parts then
+        raise exception 'record_lane_round: round % of origin "%" was recorded as window [%, %) in % parts, not [%, %) in %',
+            record_lane_round.round_at, record_lane_round.origin, bad.window_from, bad.window_to, bad.parts,
+            record_lane_round.window_from, record_lane_round.window_to, record_lane_round.parts
+            using errcode = '22023';
+    end if;
+
+    insert into streamseal.lane_round_pairs as p (origin, round_at, tenant, event_type, last_type_seq)
+    select record_lane_round.origin, record_lane_round.round_at, u.tenant, u.event_type, pg_catalog.max(u.last)
+    from rows from (pg_catalog.unnest(record_lane_round.tenants), pg_catalog.unnest(record_lane_round.event_types),
+                    pg_catalog.unnest(record_lane_round.last_type_seqs)) u(tenant, event_type, last)
+    where streamseal.subscribed(record_lane_round.origin, u.tenant, u.event_type)
+      and not exists (select from streamseal.lanes l
+                      where l.origin = record_lane_round.origin and l.tenant = u.tenant and l.event_type = u.event_type
+                        and l.last_type_seq >= u.last)
+    group by u.tenant, u.event_type
+    on conflict on constraint lane_round_pairs_pkey do update
+        set last_type_seq = greatest(p.last_type_seq, excluded.last_type_seq);
+
+    return streamseal._lane_rounds_advance(record_lane_round.origin);
+end
+$$;
