@@ -20,7 +20,7 @@ gotest:
 chaos:
 	$(GO) test -count=1 -timeout 60m -v -run '^TestFaultSuite$$' ./internal/chaos/ -args -chaos.long
 
-# A short fuzzing budget for the wire's envelope decoder, for the door (append and ingest
+# A short fuzzing budget for the wire's envelope and beat decoders, for the door (append and ingest
 # through the SQL API, against a real database) and for the feed's token decoder (read_feed, same
 # database) on every run. Budgets are execution counts, not
 # durations: Go 1.26's fuzz coordinator can report its own -fuzztime deadline as a failure
@@ -28,7 +28,8 @@ chaos:
 # deadline (go.dev/issue/75804, fixed in 1.27); a count has no deadline to race. The counts are
 # about 10 s of work each on an idle machine here.
 fuzz:
-	$(GO) test -run '^$$' -fuzz FuzzDecode -fuzztime 30000x -fuzzminimizetime 100x ./controlplane/wire/
+	$(GO) test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime 30000x -fuzzminimizetime 100x ./controlplane/wire/
+	$(GO) test -run '^$$' -fuzz '^FuzzDecodeBeat$$' -fuzztime 10000x -fuzzminimizetime 100x ./controlplane/wire/
 	$(GO) test -run '^$$' -fuzz FuzzDoor -fuzztime 5000x -fuzzminimizetime 100x -parallel 1 ./controlplane/store/
 	$(GO) test -run '^$$' -fuzz FuzzFeedToken -fuzztime 5000x -fuzzminimizetime 100x -parallel 1 ./feed/
 
