@@ -530,7 +530,7 @@ func TestInbox(t *testing.T) {
 		testrun.WaitFor(t, "the checkpoint's recording waits on the lock", func() bool {
 			var waiting int
 			_ = b.pool.QueryRow(ctx, `select count(*) from pg_stat_activity
-				where wait_event_type = 'Lock' and query ~ 'insert into streamseal\.checkpoint_inbox'`).Scan(&waiting)
+				where wait_event_type = 'Lock' and query ~ 'streamseal\.checkpoint_inbox_record'`).Scan(&waiting)
 			return waiting == 1
 		})
 		if err := stop(); err != nil {
