@@ -363,6 +363,64 @@ func TestVerifier(t *testing.T) {
 		}
 	})
 
+	// Invariant 1: a lane's checkpoints verified out of order (a failed verification retried
+	// after the next round's, a reordered recording) lose nothing. Checkpoint [11, 20] verified
+	// first births the lane at 10; [1, 10] verified after it lowers the birth, so the loss at 3
+	// is named (suspected, then confirmed by the next beat) and requested with the loss at 15,
+	// never left behind the birth as history.
+	t.Run("AnEarlierCheckpointVerifiedAfterALaterOneStillNamesItsLosses", func(t *testing.T) {
+		t.Parallel()
+		pool := dbtest.NewPool(t, "billing")
+		if err := store.SubscriptionsAdd(ctx, pool, "orders", []string{"order.placed"}, store.AllTenants()); err != nil {
+			t.Fatal(err)
+		}
+		at := time.Now().UTC()
+		var copies []store.EventCopy
+		for seq := int64(1); seq <= 20; seq++ {
+			if seq == 3 || seq == 15 { // lost
+				continue
+			}
+			copies = append(copies, store.EventCopy{EventID: uuid.New(), Origin: "orders", OriginSeq: seq, TypeSeq: seq,
+				Tenant: "acme", StreamID: "s", StreamVersion: seq, EventType: "order.placed", Payload: []byte("{}"), OccurredAt: at})
+		}
+		if _, err := store.EventsIngest(ctx, pool, copies); err != nil {
+			t.Fatal(err)
+		}
+		cfg := config.Defaults()
+		cfg.RepairMode = config.ReportOnly
+		v := &checkpoint.Verifier{Pool: pool, Service: "billing", Config: cfg, Logger: testrun.Logger(t)}
+		window := func(first, last int64) wire.Checkpoint {
+			return wire.Checkpoint{Origin: "orders", IntervalS: 1, At: at.Add(time.Duration(first) * time.Second),
+				From: first, To: last + 1, Type: "order.placed",
+				Tenants: []wire.CheckpointTenant{{Tenant: "acme", N: last - first + 1, First: &first, Last: &last}}}
+		}
+		if err := v.Verify(ctx, window(11, 20), false); err != nil {
+			t.Fatal(err)
+		}
+		if err := v.Verify(ctx, window(1, 10), false); err != nil {
+			t.Fatal(err)
+		}
+		if err := v.Beat(ctx, wire.Beat{Origin: "orders", IntervalS: 1, At: at.Add(30 * time.Second), From: 21, To: 21}); err != nil {
+			t.Fatal(err)
+		}
+		var named string
+		if err := pool.QueryRow(ctx, `select coalesce(range_agg(r)::text, '{}')
+			from streamseal.gap_reports g cross join unnest(g.type_seqs) r
+			where g.origin = 'orders' and g.tenant = 'acme'`).Scan(&named); err != nil {
+			t.Fatal(err)
+		}
+		if named != "{[3,4),[15,16)}" {
+			t.Fatalf("gaps named %s; want both losses {[3,4),[15,16)}, 3 not left behind the birth as history", named)
+		}
+		var floor int64
+		if err := pool.QueryRow(ctx, "select floor from streamseal.lanes where origin = 'orders' and tenant = 'acme'").Scan(&floor); err != nil {
+			t.Fatal(err)
+		}
+		if floor != 2 {
+			t.Fatalf("lane floor %d; want 2, below the hole at 3", floor)
+		}
+	})
+
 	// Invariant 15 (issue 17): a beat of an older sender (no list) records no round, and the
 	// origin keeps no lane-set mark (the feed certifies it by its lanes, as before); a listed beat
 	// in two parts starts the mark at its window and moves it over the window only once both

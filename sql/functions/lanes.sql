@@ -321,7 +321,8 @@ begin
 
     -- Birth: everything before the first checkpointed window this consumer sees is history
     -- (backfill's business), not a gap. A heartbeat announces nothing and creates no lane. The
-    -- lanes born here are remembered: their first window never confirms at first sight.
+    -- lanes born here are remembered: their first window never confirms at first sight. An
+    -- earlier window verified later lowers the birth (below, in lane).
     with inserted as (
         insert into streamseal.lanes (origin, tenant, event_type, floor, birth_floor, last_type_seq)
         select _verify_checkpoint.origin, u.tenant, _verify_checkpoint.checkpoint_type, u.first - 1, u.first - 1, u.first - 1
@@ -359,10 +360,21 @@ begin
         -- A heartbeat (null last) re-evaluates up to what earlier checkpoints announced, so a
         -- hole seen once is confirmed by the next checkpoint even when it is empty. A checkpoint
         -- arriving out of order announces less than known and can never shrink the range.
-        select l.origin, l.tenant, l.event_type, l.floor, l.last_type_seq, l.suspected, l.confirmed, l.requested,
+        select l.origin, l.tenant, l.event_type, l.last_type_seq, l.suspected, l.confirmed, l.requested,
                l.request_attempts, l.next_request_at,
                l.accepted + g.amo as accepted,
                greatest(l.last_type_seq, g.last) as announced,
+               -- Birth lowers (invariant 1): a checkpoint starting below the lane's birth was
+               -- verified after a later one of the lane (a failed verification retried, a
+               -- reordered recording). What it announced below the birth was never checked: it is
+               -- checked now like a new window (prebirth joins the candidates), and the floor and
+               -- the birth fall to its first type_seq - 1, so the floor can stop below a hole
+               -- there. Losses accepted before stay accepted. A heartbeat (null first) lowers nothing.
+               least(l.birth_floor, g.first - 1) as birth_floor,
+               case when g.first - 1 < l.birth_floor then g.first - 1 else l.floor end as floor,
+               case when g.first - 1 < l.birth_floor
+                    then pg_catalog.int8multirange(pg_catalog.int8range(g.first, l.birth_floor + 1)) - l.accepted_losses
+                    else '{}'::pg_catalog.int8multirange end as prebirth,
                -- Order proven: this window's type_seqs were all published before this checkpoint
                -- on its subject and every message before it was committed, so a hole among them
                -- is loss now. Only when the window follows the last one this lane saw (no round
@@ -390,7 +402,7 @@ begin
         -- Materialized: inlined, every reference to missing below became its own call of
         -- _lane_missing (nine per lane per checkpoint).
         select la.*,
-               streamseal._lane_missing(la.origin, la.tenant, la.event_type, la.suspected + la.confirmed,
+               streamseal._lane_missing(la.origin, la.tenant, la.event_type, la.suspected + la.confirmed + la.prebirth,
                                         la.last_type_seq, la.announced, la.accepted) as missing
         from lane la
     ), judged as (
@@ -399,7 +411,8 @@ begin
         select g.*,
                ((g.missing * g.suspected) + (g.missing * g.proven)) - g.confirmed as newly_confirmed,
                (g.confirmed * g.missing) + (g.missing * g.suspected) + (g.missing * g.proven) as confirmed_now,
-               -- THE FLOOR NEVER PASSES A HOLE, and never moves down.
+               -- THE FLOOR NEVER PASSES A HOLE, and never moves down (but with a lowered birth:
+               -- floor is then the new birth, above).
                greatest(g.floor, case when pg_catalog.isempty(g.missing) then g.announced
                                       else pg_catalog.lower(g.missing) - 1 end) as floor_now,
                g.requested * g.missing as requested_now
@@ -425,6 +438,7 @@ begin
             request_attempts = j.attempts_now,
             next_request_at = case when pg_catalog.isempty(j.requested_now) then null else j.next_request_at end,
             floor = j.floor_now,
+            birth_floor = j.birth_floor,
             checked_at = _verify_checkpoint.now_at
         from due j
         where l.origin = j.origin and l.tenant = j.tenant and l.event_type = j.event_type
@@ -455,7 +469,10 @@ $$;
 -- Nothing at all when this service does not consume (origin, event_type): a consumer never
 -- alarms about types it does not consume. Per tenant:
 --   * birth: a lane first seen gets floor = birth_floor = first_type_seq - 1; a heartbeat for an
---     unknown lane creates nothing and returns no row.
+--     unknown lane creates nothing and returns no row. A checkpoint whose first_type_seq - 1 lies
+--     below the birth (an earlier checkpoint verified after a later one) lowers birth_floor and
+--     floor to it and checks (first - 1, old birth] like a new window: the only way a floor
+--     moves down. Nothing an origin announced to this store is left as history.
 --   * at-most-once occurrences are accepted, never holes; those not held are reported once
 --     (loss_reports), never requested.
 --   * missing = (floor, last] minus what the store holds and what was accepted, where last is

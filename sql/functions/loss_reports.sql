@@ -22,8 +22,9 @@ $$;
 -- _report_unarrived_at_most_once reports, per tenant of one checkpoint message, the at-most-once
 -- occurrences it announces that this store does not hold: lost in transit, accepted (never a
 -- hole, never requested) and reported with the window, once. What the lane already accepted or
--- lies at or below its floor was judged by an earlier checkpoint, so a redelivered checkpoint
--- reports nothing again. Called by verify_checkpoint with the lanes locked, before it accepts
+-- lies above its birth and at or below its floor was judged by an earlier checkpoint, so a
+-- redelivered checkpoint reports nothing again; what lies at or below the birth was not (an
+-- earlier checkpoint verified late, which lowers the birth: lanes.sql). Called by verify_checkpoint with the lanes locked, before it accepts
 -- them. Cost: the held occurrences' index probes (_lane_missing), per tenant naming any.
 create function streamseal._report_unarrived_at_most_once(origin text, event_type text, window_from bigint,
                                                            window_to bigint, tenants text[], at_most_once int8multirange[])
@@ -34,7 +35,8 @@ set search_path = pg_catalog, pg_temp
 as $$
     select streamseal._report_loss(l.origin, l.tenant, l.event_type, 'at_most_once',
                streamseal._lane_missing(l.origin, l.tenant, l.event_type,
-                   g.amo - l.accepted - l.accepted_losses - pg_catalog.int8multirange(pg_catalog.int8range(null, l.floor + 1)),
+                   g.amo - l.accepted - l.accepted_losses
+                         - pg_catalog.int8multirange(pg_catalog.int8range(l.birth_floor + 1, l.floor + 1)),
                    0, 0, '{}'),
                _report_unarrived_at_most_once.window_from, _report_unarrived_at_most_once.window_to)
     from rows from (pg_catalog.unnest(_report_unarrived_at_most_once.tenants),
