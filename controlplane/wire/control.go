@@ -152,6 +152,9 @@ func (c *Control) Run(ctx context.Context) error {
 			DeliverPolicy: jetstream.DeliverAllPolicy,
 		})
 		if err != nil {
+			if ctx.Err() != nil {
+				return nil // stopped while starting: not a failure
+			}
 			return fmt.Errorf("control consumer for %s on %s: %w", c.Seam.Self, filter, err)
 		}
 		consumers = append(consumers, cons)
