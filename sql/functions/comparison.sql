@@ -38,13 +38,8 @@ as $$
 begin
     perform streamseal._require_other_origin(_require_comparison.caller, _require_comparison.origin,
         'a comparison holds another origin''s answer against this store''s copy');
-    if _require_comparison.from_seq is null or _require_comparison.to_seq is null
-       or _require_comparison.from_seq < 0 or _require_comparison.to_seq < _require_comparison.from_seq then
-        raise exception '%: window [%, %) of origin "%" is invalid: expected 0 <= from <= to',
-            _require_comparison.caller, coalesce(_require_comparison.from_seq::text, 'null'),
-            coalesce(_require_comparison.to_seq::text, 'null'), _require_comparison.origin
-            using errcode = '22023';
-    end if;
+    perform streamseal._require_origin_window(_require_comparison.caller, _require_comparison.origin,
+                                              _require_comparison.from_seq, _require_comparison.to_seq);
     if _require_comparison.settle is null or _require_comparison.settle < interval '0' then
         raise exception '%: settle % is invalid: expected a non-negative interval',
             _require_comparison.caller, coalesce(_require_comparison.settle::text, 'null')

@@ -104,13 +104,8 @@ declare
 begin
     perform streamseal._require_other_origin('record_lane_round', record_lane_round.origin, 'a service ignores its own beats');
     perform streamseal._require_finite_time('record_lane_round', record_lane_round.round_at);
-    if record_lane_round.window_from is null or record_lane_round.window_to is null
-       or record_lane_round.window_from < 0 or record_lane_round.window_to < record_lane_round.window_from then
-        raise exception 'record_lane_round: window [%, %) of origin "%" is invalid: expected 0 <= from <= to',
-            coalesce(record_lane_round.window_from::text, 'null'), coalesce(record_lane_round.window_to::text, 'null'),
-            record_lane_round.origin
-            using errcode = '22023';
-    end if;
+    perform streamseal._require_origin_window('record_lane_round', record_lane_round.origin,
+                                              record_lane_round.window_from, record_lane_round.window_to);
     if record_lane_round.parts is null or record_lane_round.part is null or record_lane_round.parts < 1
        or record_lane_round.part < 1 or record_lane_round.part > record_lane_round.parts then
         raise exception 'record_lane_round: part % of % is invalid: expected 1 <= part <= parts',

@@ -198,6 +198,26 @@ begin
 end
 $$;
 
+-- _require_origin_window refuses an origin_seq window [from_seq, to_seq) of origin that is missing,
+-- negative or reversed (22023, naming caller): the one check every message handler and comparison
+-- that takes a window makes.
+create function streamseal._require_origin_window(caller text, origin text, from_seq bigint, to_seq bigint)
+returns void
+language plpgsql
+immutable
+set search_path = pg_catalog, pg_temp
+as $$
+begin
+    if _require_origin_window.from_seq is null or _require_origin_window.to_seq is null
+       or _require_origin_window.from_seq < 0 or _require_origin_window.to_seq < _require_origin_window.from_seq then
+        raise exception '%: window [%, %) of origin "%" is invalid: expected 0 <= from <= to',
+            _require_origin_window.caller, coalesce(_require_origin_window.from_seq::text, 'null'),
+            coalesce(_require_origin_window.to_seq::text, 'null'), _require_origin_window.origin
+            using errcode = '22023';
+    end if;
+end
+$$;
+
 -- _verify_checkpoint is verify_checkpoint's body (see there). It exists because PL/pgSQL cannot
 -- name an input and a result column alike (event_type), and the public signature does.
 create function streamseal._verify_checkpoint(
@@ -231,13 +251,8 @@ begin
     perform streamseal._require_lane_key('verify_checkpoint', _verify_checkpoint.origin, '',
                                          _verify_checkpoint.checkpoint_type);
     perform streamseal._require_finite_time('verify_checkpoint', _verify_checkpoint.now_at);
-    if _verify_checkpoint.window_from is null or _verify_checkpoint.window_to is null
-       or _verify_checkpoint.window_from < 0 or _verify_checkpoint.window_to < _verify_checkpoint.window_from then
-        raise exception 'verify_checkpoint: window [%, %) of origin "%" is invalid: expected 0 <= from <= to',
-            coalesce(_verify_checkpoint.window_from::text, 'null'), coalesce(_verify_checkpoint.window_to::text, 'null'),
-            _verify_checkpoint.origin
-            using errcode = '22023';
-    end if;
+    perform streamseal._require_origin_window('verify_checkpoint', _verify_checkpoint.origin,
+                                              _verify_checkpoint.window_from, _verify_checkpoint.window_to);
     problem := streamseal._list_problem(_verify_checkpoint.tenants, empty_name_ok => true);
     if problem is not null then
         raise exception 'verify_checkpoint: a checkpoint must name its tenants: %', problem
