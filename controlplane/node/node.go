@@ -78,7 +78,10 @@ type Node struct {
 
 // New builds a node's components without starting them; adjust hooks, then call Start.
 func New(cfg Config) (*Node, error) {
-	js, err := jetstream.New(cfg.NC)
+	// An asynchronous publish nobody answers (a stray subscriber on a subject whose stream is
+	// gone) is given up after the relay's AckWait: unanswered publishes never pile up to the
+	// client's cap on pending ones, where every later publish would stall.
+	js, err := jetstream.New(cfg.NC, jetstream.WithPublishAsyncTimeout(relay.AckWaitDefault))
 	if err != nil {
 		return nil, fmt.Errorf("JetStream for %s: %w", cfg.Service, err)
 	}

@@ -52,6 +52,10 @@ type Relay struct {
 	// InFlight caps the batches published and not yet acknowledged and recorded: the next
 	// round does not wait for the last one's acknowledgements. Default 4.
 	InFlight int
+	// AckWait bounds the wait for JetStream's acknowledgements of a published batch: a publish
+	// nobody answers (a stray subscriber on the events subjects while the stream is gone) ends
+	// the round like a failed one, and the relay publishes again from its cursor. Default 30s.
+	AckWait time.Duration
 	// OnPublished, when set, observes each acknowledged batch (its last origin_seq), once the
 	// cursor records it.
 	OnPublished func(through int64)
@@ -68,6 +72,7 @@ const (
 	BatchDefault        = 500         // events read and published per batch
 	PollIntervalDefault = time.Second // failsafe wake-up when no notification arrives
 	InFlightDefault     = 4           // batches published ahead of their acknowledgements
+	AckWaitDefault      = 30 * time.Second
 )
 
 func (r *Relay) defaults() {
@@ -82,6 +87,9 @@ func (r *Relay) defaults() {
 	}
 	if r.InFlight <= 0 {
 		r.InFlight = InFlightDefault
+	}
+	if r.AckWait <= 0 {
+		r.AckWait = AckWaitDefault
 	}
 	if r.Logger == nil {
 		r.Logger = slog.Default()
@@ -175,6 +183,14 @@ func (r *Relay) lead(ctx context.Context) error {
 // notification the yielding stamper swallowed waits for a poll.
 func (r *Relay) relay(ctx context.Context, conn *pgx.Conn, pending chan<- batch) error {
 	var position *int64 // nil: the cursor
+	// A leadership's first event is published alone and acknowledged before any is pipelined
+	// behind it: a broker that is down or has no events stream fails that one publish, and a
+	// broker that comes back while the relay retries cannot store a round's tail before its head
+	// (JetStream would then drop the re-published tail as duplicates, and the wire would carry
+	// it first). The publishes a previous leadership left unanswered settle first, for the same
+	// reason.
+	probe := true
+	r.settle(ctx)
 	stampMax := max(r.StampBatch, 0)
 	busy := false
 	requeue := true
@@ -199,10 +215,11 @@ func (r *Relay) relay(ctx context.Context, conn *pgx.Conn, pending chan<- batch)
 				r.Metrics.Stamped(page.OldestWait)
 			}
 			if n := len(page.Events); n > 0 {
-				b, err := r.publish(page.Events)
+				b, err := r.publish(ctx, page.Events, probe)
 				if err != nil {
 					return err
 				}
+				probe = false
 				b.trace = RoundTrace{Through: page.Events[n-1].OriginSeq, Events: n, Stamped: page.Stamped, Stamping: stamp > 0,
 					Began: began, Read: read, Published: time.Now()}
 				select {
@@ -273,10 +290,23 @@ type RoundTrace struct {
 	Began, Read, Published, Acked, Recorded time.Time
 }
 
-// publish hands every event of a page to JetStream without waiting for the acknowledgements.
-func (r *Relay) publish(events []store.EventCopy) (batch, error) {
+// publish hands every event of a page to JetStream without waiting for the acknowledgements;
+// a probe publishes the first event alone and waits for its acknowledgement first.
+func (r *Relay) publish(ctx context.Context, events []store.EventCopy, probe bool) (batch, error) {
 	b := batch{events: events, futures: make([]jetstream.PubAckFuture, len(events)), refused: make([]error, len(events))}
 	for i, e := range events {
+		if probe && i == 0 {
+			ack, err := r.publishAlone(ctx, e)
+			if err != nil {
+				if !Permanent(err) {
+					return b, fmt.Errorf("publish event %s (origin_seq %d): %w", e.EventID, e.OriginSeq, err)
+				}
+				b.refused[i] = err
+				continue
+			}
+			b.futures[i] = ack
+			continue
+		}
 		f, err := r.JS.PublishMsgAsync(wire.EventMessage(e))
 		if err != nil {
 			if !Permanent(err) {
@@ -288,6 +318,44 @@ func (r *Relay) publish(events []store.EventCopy) (batch, error) {
 		b.futures[i] = f
 	}
 	return b, nil
+}
+
+// publishAlone publishes one event and waits, up to AckWait, for its acknowledgement.
+func (r *Relay) publishAlone(ctx context.Context, e store.EventCopy) (jetstream.PubAckFuture, error) {
+	ctx, cancel := context.WithTimeout(ctx, r.AckWait)
+	defer cancel()
+	msg := wire.EventMessage(e)
+	ack, err := r.JS.PublishMsg(ctx, msg)
+	if err != nil {
+		return nil, err
+	}
+	return acknowledged{ack: ack, msg: msg}, nil
+}
+
+// acknowledged is a publish already acknowledged, in a batch's list of futures.
+type acknowledged struct {
+	ack *jetstream.PubAck
+	msg *nats.Msg
+}
+
+func (a acknowledged) Ok() <-chan *jetstream.PubAck {
+	ok := make(chan *jetstream.PubAck, 1)
+	ok <- a.ack
+	return ok
+}
+func (a acknowledged) Err() <-chan error { return nil } // never: it was acknowledged
+func (a acknowledged) Msg() *nats.Msg    { return a.msg }
+
+// settle waits, up to AckWait, until no asynchronous publish of this relay's JetStream context
+// awaits its answer.
+func (r *Relay) settle(ctx context.Context) {
+	timer := time.NewTimer(r.AckWait)
+	defer timer.Stop()
+	select {
+	case <-r.JS.PublishAsyncComplete():
+	case <-timer.C:
+	case <-ctx.Done():
+	}
 }
 
 // confirm confirms the published batches in order until pending closes or one fails; a failure
@@ -358,12 +426,20 @@ func (r *Relay) publishRequeued(ctx context.Context) error {
 func (r *Relay) confirmBatch(ctx context.Context, b batch) error {
 	acked := int64(0)
 	var failed error
+	deadline := time.NewTimer(time.Until(b.trace.Published.Add(r.AckWait)))
+	defer deadline.Stop()
 	for i, f := range b.futures {
 		if b.refused[i] == nil {
 			select {
 			case <-f.Ok():
 			case err := <-f.Err():
 				b.refused[i] = err
+			case <-deadline.C:
+				// Nothing more will come in time: the rest of the batch is unanswered.
+				if failed == nil {
+					failed = fmt.Errorf("publish event origin_seq %d: no acknowledgement within %s", b.events[i].OriginSeq, r.AckWait)
+				}
+				return r.record(ctx, b, acked, failed)
 			case <-ctx.Done():
 				return context.Cause(ctx)
 			}
@@ -383,6 +459,12 @@ func (r *Relay) confirmBatch(ctx context.Context, b batch) error {
 		}
 		acked = b.events[i].OriginSeq
 	}
+	return r.record(ctx, b, acked, failed)
+}
+
+// record advances the cursor to acked, the last event of b acknowledged (or quarantined) before
+// the first failure, and returns that failure.
+func (r *Relay) record(ctx context.Context, b batch, acked int64, failed error) error {
 	b.trace.Acked = time.Now()
 	if acked > 0 {
 		// The cursor's update also reads the acknowledged event's age: the relay lag, in the

@@ -6,13 +6,16 @@ import (
 	"fmt"
 	"log/slog"
 	"strconv"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/streamseal/streamseal/controlplane/relay"
 	"github.com/streamseal/streamseal/controlplane/stamper"
@@ -293,6 +296,86 @@ func TestRelay(t *testing.T) {
 		}
 	})
 
+	// Invariant 7's wire order across a broker outage that ends in the middle of a round: the
+	// events stream is missing while the relay starts, and comes back on its fifth publish, once
+	// the publishes before it have failed. A relay that pipelined that round would have the
+	// stream store the round's tail (5..10) before the head it publishes again (1..4: JetStream
+	// drops 5..10 as duplicates), so the wire would carry 5..10, 1..4. A relay proves the broker
+	// takes its first message before pipelining the rest, so the wire carries 1..10 in order.
+	t.Run("KeepsOriginSeqOrderWhenTheStreamReturnsMidRound", func(t *testing.T) {
+		t.Parallel()
+		r, b := setup(t)
+		r.PollInterval = 20 * time.Millisecond
+		if err := b.nats.JS.DeleteStream(ctx, wire.EventsStream); err != nil {
+			t.Fatal(err)
+		}
+		r.JS = &atPublish{JetStream: r.JS, at: 5, do: func() error { return wire.EnsureStreams(ctx, b.nats.JS, 0) }}
+		appendStamped(t, b.pool, "s", 10)
+		testrun.Go(t, "relay", r.Run)
+
+		b.published.await(t, 10)
+		msgs := b.nats.Record(t, wire.EventsStream, ownSubjects).AwaitCount(t, "the 10 events", 10)
+		for i, m := range msgs {
+			if seq := m.Header.Get("Streamseal-Origin-Seq"); seq != strconv.Itoa(i+1) {
+				t.Fatalf("message %d carries origin_seq %s, want %d", i, seq, i+1)
+			}
+		}
+		if n := b.nats.Count(t, wire.EventsStream, ownSubjects); n != 10 {
+			t.Fatalf("the stream holds %d events, want 10", n)
+		}
+	})
+
+	// Invariant 13: a publish nobody acknowledges does not wedge the relay. With the events stream
+	// gone, a plain subscriber on the events subjects (a stray or hostile client) takes the
+	// publishes and never answers, so JetStream's acknowledgement never comes. The silence starts
+	// on the relay's second publish, after its first (a leadership's lone first publish) was
+	// acknowledged, so it strikes a pipelined batch: the relay gives up on it after AckWait,
+	// restarts from its cursor, gives up on its lone first publish again, and publishes
+	// everything once the stream is back.
+	t.Run("RestartsWhenNoAcknowledgementComes", func(t *testing.T) {
+		t.Parallel()
+		r, b := setup(t)
+		restarts := make(chan string, 16)
+		r.Logger = slog.New(onError{Handler: r.Logger.Handler(), message: "relay: restarting", seen: restarts})
+		r.PollInterval = 20 * time.Millisecond
+		r.AckWait = 200 * time.Millisecond
+		silent, _ := b.nats.Connect(t, "stray")
+		swallowed := make(chan *nats.Msg, 64)
+		var sub *nats.Subscription
+		r.JS = &atPublish{JetStream: r.JS, at: 2, do: func() error {
+			if err := b.nats.JS.DeleteStream(ctx, wire.EventsStream); err != nil {
+				return err
+			}
+			var err error
+			if sub, err = silent.ChanSubscribe(ownSubjects, swallowed); err != nil {
+				return err
+			}
+			return silent.Flush()
+		}}
+		appendStamped(t, b.pool, "s", 10)
+		testrun.Go(t, "relay", r.Run)
+
+		b.published.await(t, 1)
+		for _, want := range []string{"publish event origin_seq 2: no acknowledgement within 200ms", "context deadline exceeded"} {
+			if got := testrun.Receive(t, "the relay giving up on an unacknowledged publish", restarts); !strings.Contains(got, want) {
+				t.Fatalf("the relay restarted with %q, want an error containing %q", got, want)
+			}
+		}
+		if c := cursor(t, b.pool); c != 1 {
+			t.Fatalf("relay cursor at %d, want 1: JetStream acknowledged only the first event", c)
+		}
+		if err := sub.Unsubscribe(); err != nil {
+			t.Fatal(err)
+		}
+		if err := wire.EnsureStreams(ctx, b.nats.JS, 0); err != nil {
+			t.Fatal(err)
+		}
+		b.published.await(t, 10)
+		if n := b.nats.Count(t, wire.EventsStream, ownSubjects); n != 9 {
+			t.Fatalf("the re-created stream holds %d events, want 9 (2..10)", n)
+		}
+	})
+
 	// Invariants 7 and 1 across the hand-off between the relay and the node's standalone stamper
 	// (stamper.Loop.Yield = Relay.Stamping): quiet, the relay numbers what commits; a full page
 	// makes it busy and it hands the numbering to the stamper, which numbers what commits while
@@ -490,6 +573,32 @@ func (p *progress) await(t *testing.T, want int64) {
 	}
 }
 
+// onError sends the "err" attribute of every record with message to seen, then hands it on.
+type onError struct {
+	slog.Handler
+	message string
+	seen    chan string
+}
+
+func (h onError) Handle(ctx context.Context, r slog.Record) error {
+	if r.Message == h.message {
+		r.Attrs(func(a slog.Attr) bool {
+			if a.Key == "err" {
+				select {
+				case h.seen <- a.Value.String():
+				default:
+				}
+			}
+			return true
+		})
+	}
+	return h.Handler.Handle(ctx, r)
+}
+
+func (h onError) WithAttrs(as []slog.Attr) slog.Handler {
+	return onError{Handler: h.Handler.WithAttrs(as), message: h.message, seen: h.seen}
+}
+
 // onMessage signals seen for every record with message, then hands it on.
 type onMessage struct {
 	slog.Handler
@@ -568,4 +677,40 @@ func cursor(t *testing.T, pool *pgxpool.Pool) int64 {
 		t.Fatal(err)
 	}
 	return c
+}
+
+// atPublish is the relay's JetStream with a fault changed on the at-th publish (synchronous or
+// not), after every publish before it has had its answer: the outage starts or ends at a known
+// point inside a round.
+type atPublish struct {
+	jetstream.JetStream
+	at    int
+	do    func() error
+	calls atomic.Int64
+}
+
+func (s *atPublish) before() error {
+	if s.calls.Add(1) != int64(s.at) {
+		return nil
+	}
+	select {
+	case <-s.PublishAsyncComplete():
+	case <-time.After(testrun.Failsafe):
+		return fmt.Errorf("publishes before the %d-th still unanswered", s.at)
+	}
+	return s.do()
+}
+
+func (s *atPublish) PublishMsgAsync(m *nats.Msg, opts ...jetstream.PublishOpt) (jetstream.PubAckFuture, error) {
+	if err := s.before(); err != nil {
+		return nil, err
+	}
+	return s.JetStream.PublishMsgAsync(m, opts...)
+}
+
+func (s *atPublish) PublishMsg(ctx context.Context, m *nats.Msg, opts ...jetstream.PublishOpt) (*jetstream.PubAck, error) {
+	if err := s.before(); err != nil {
+		return nil, err
+	}
+	return s.JetStream.PublishMsg(ctx, m, opts...)
 }
