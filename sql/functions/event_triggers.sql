@@ -22,7 +22,6 @@ declare
     has_unstamped boolean;
     has_copies boolean;
     has_counted boolean;
-    epoch_deltas streamseal._epoch_delta[];
 begin
     -- One pass decides what this statement needs; an own append needs only the wake-up.
     select s.name,
@@ -57,40 +56,10 @@ begin
     end if;
 
     if has_counted then
-        -- What _fold_changes does, folded straight from the transition table: inserted events
-        -- only add (no contribution cancels), so no change array is built and unnested twice
-        -- (issue 16, write3: the ingest path's per-copy cost). Buckets in key order, as there.
-        insert into streamseal.stream_digests as d (origin, tenant, event_type, stream_id, x0, x1, n, updated_at)
-        select i.origin, i.tenant, i.event_type, i.stream_id,
-               pg_catalog.bit_xor(streamseal._h0(i.event_id)), pg_catalog.bit_xor(streamseal._h1(i.event_id)),
-               pg_catalog.count(*), pg_catalog.now()
-        from inserted i
-        where streamseal._counts_in_digest(i.origin_seq, i.flags)
-        group by i.origin, i.tenant, i.event_type, i.stream_id
-        order by i.origin, i.tenant, i.event_type, i.stream_id
-        on conflict (origin, tenant, event_type, stream_id) do update
-            set x0 = d.x0 # excluded.x0,
-                x1 = d.x1 # excluded.x1,
-                n = d.n + excluded.n,
-                updated_at = excluded.updated_at;
-        -- Share-lock every lane touched, in origin order, before reading its frontier (as
-        -- _fold_changes): a closer holding a lane has committed, and one that comes later sees
-        -- these rows. A copy below its lane's closed epochs (a late repair) folds into them.
-        perform pg_catalog.pg_advisory_xact_lock_shared(streamseal._lane_lock_key(l.origin))
-        from (select distinct i.origin from inserted i
-              where streamseal._counts_in_digest(i.origin_seq, i.flags) order by i.origin) l;
-        epoch_deltas := array(
-            select row(i.origin, i.origin_seq / le.width, i.tenant, i.event_type,
-                       pg_catalog.bit_xor(streamseal._h0(i.event_id)), pg_catalog.bit_xor(streamseal._h1(i.event_id)),
-                       pg_catalog.count(*))::streamseal._epoch_delta
+        perform streamseal._fold_changes(array(
+            select row(i.origin, i.origin_seq, i.tenant, i.event_type, i.stream_id, i.event_id, 1)::streamseal._counted_change
             from inserted i
-            join streamseal.lane_epochs le on le.origin = i.origin
-            where i.origin_seq < le.closed_through * le.width
-              and streamseal._counts_in_digest(i.origin_seq, i.flags)
-            group by i.origin, i.origin_seq / le.width, i.tenant, i.event_type);
-        if pg_catalog.cardinality(epoch_deltas) > 0 then
-            perform streamseal._apply_epoch_deltas(epoch_deltas);
-        end if;
+            where streamseal._counts_in_digest(i.origin_seq, i.flags)));
     end if;
 
     if has_unstamped then

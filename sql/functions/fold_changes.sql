@@ -1,9 +1,8 @@
 -- _fold_changes: where counted events entering or leaving the store move the folds. The
 -- write-path triggers (event_triggers.sql) hand it what their statement changed; it keeps
 -- stream_digests, closed digest_epochs and sealed_prefix exact. (The origin generation moves
--- where the triggers record own history changes: history_changes.sql.) Two exceptions fold the
--- same way without a change array: stamp() inside its numbering statement, and the insert trigger
--- straight from its transition table (inserts only add; issue 16).
+-- where the triggers record own history changes: history_changes.sql.) One exception: stamp()
+-- folds the own events it numbers the same way inside its numbering statement (issue 16).
 -- _h0 and _h1 over event ids, xor per bucket, upserts in key order: keep the two alike.
 
 -- _apply_epoch_deltas folds deltas into closed epochs and the lane's sealed prefix, in key order.
