@@ -87,7 +87,8 @@ var benchAbout = func() string {
 	return b.String()
 }()
 
-// benchOpts are bench's options: the benchmark (its one argument), --quick, --database-url.
+// benchOpts are bench's options: the benchmark (its one argument), --quick, --durable,
+// --database-url.
 type benchOpts struct {
 	config.Options
 	Benchmark string
@@ -119,7 +120,11 @@ func (o *benchOpts) setArgs(args []string) error {
 type benchCmd struct{ commandBase }
 
 func (c *benchCmd) Run(ctx context.Context, o *benchOpts) error {
-	server, err := scratchdb.Open(ctx, o.ScratchURL)
+	open := scratchdb.Open
+	if o.Durable {
+		open = scratchdb.OpenDurable
+	}
+	server, err := open(ctx, o.ScratchURL)
 	if err != nil {
 		return err
 	}

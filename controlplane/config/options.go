@@ -74,6 +74,7 @@ type Options struct {
 	Keep            bool          // demo
 	DemoMetricsAddr string        // demo
 	Quick           bool          // bench
+	Durable         bool          // bench
 	Topology        string        // nats-config: the topology file
 	SeedDir         string        // nats-config: where the NKey seeds go
 }
@@ -380,6 +381,10 @@ func commandOptions(o *Options) []Option {
 			Unset: "off",
 			Help:  "run a smaller size",
 			value: onOff(&o.Quick)},
+		{Flag: "durable", Commands: []string{bench},
+			Unset: "off: fsync, synchronous_commit and full-page writes off",
+			Help:  "run the throwaway cluster durable (fsync, synchronous_commit and full-page writes on), as users run Postgres; ignored with --database-url",
+			value: onOff(&o.Durable)},
 	}
 }
 

@@ -16,8 +16,9 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 )
 
-// ChannelFeed is the NOTIFY channel a statement that lands rows in the store signals (feed.sql's
-// trigger); a stamp batch signals ChannelStamped.
+// ChannelFeed is the NOTIFY channel a statement that lands copies in the store signals (the insert
+// trigger, event_triggers.sql); own events are readable once stamped, and a stamp batch signals
+// ChannelStamped.
 const ChannelFeed = "streamseal_feed"
 
 // The feed's refusals. Each wraps the SQL message, which names the origin and what to do.

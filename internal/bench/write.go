@@ -112,6 +112,17 @@ func Write(ctx context.Context, pool *pgxpool.Pool, opts WriteOptions, out io.Wr
 	fmt.Fprintf(out, "write benchmark: %d rounds; (a) %d clients x %d txns of 1-10 events; (b) %d statements of %d events; payload %d bytes\n",
 		opts.Rounds, opts.Clients, opts.TxnsPerClient, opts.BulkStatements, opts.BulkSize, opts.PayloadBytes)
 	fmt.Fprintln(out, "streamseal time includes stamping every appended event (a stamper loop runs alongside; the clock stops when the lane is fully stamped)")
+	// Durability changes every ratio (a commit's WAL flush is paid per transaction on both sides):
+	// say which server the figures are from. durable=1 in RESULT: fsync and synchronous_commit on.
+	var fsync, syncCommit, fullPages string
+	if err := pool.QueryRow(ctx, `select current_setting('fsync'), current_setting('synchronous_commit'), current_setting('full_page_writes')`).Scan(&fsync, &syncCommit, &fullPages); err != nil {
+		return WriteResult{}, fmt.Errorf("read the server's durability settings: %w", err)
+	}
+	durable := 0
+	if fsync == "on" && syncCommit != "off" {
+		durable = 1
+	}
+	fmt.Fprintf(out, "server durability: fsync=%s synchronous_commit=%s full_page_writes=%s (durable=%d)\n", fsync, syncCommit, fullPages, durable)
 
 	gen := &generator{payload: strings.Repeat("x", opts.PayloadBytes), streams: opts.StreamsPerActor, versions: map[string]int64{}}
 
@@ -234,8 +245,8 @@ func Write(ctx context.Context, pool *pgxpool.Pool, opts WriteOptions, out io.Wr
 			r.TxnCPURatio, r.BulkCPURatio, r.IngestCPURatio)
 		cpuKeys = fmt.Sprintf(" txn_cpu_ratio=%.3f bulk_cpu_ratio=%.3f ingest_cpu_ratio=%.3f", r.TxnCPURatio, r.BulkCPURatio, r.IngestCPURatio)
 	}
-	fmt.Fprintf(out, "RESULT write txn_ratio=%.3f bulk_ratio=%.3f ingest_ratio=%.3f stamper_events_per_s=%.0f stamper_lag_p99_ms=%.1f dead_tuple_ratio=%.3f txn_append_ratio=%.3f bulk_append_ratio=%.3f%s busy=%d\n",
-		r.TxnRatio, r.BulkRatio, r.IngestRatio, r.StamperEventsPerSecond, msFloat(r.StamperLagP99), r.DeadTupleRatio, r.TxnAppendRatio, r.BulkAppendRatio, cpuKeys, load.End())
+	fmt.Fprintf(out, "RESULT write txn_ratio=%.3f bulk_ratio=%.3f ingest_ratio=%.3f stamper_events_per_s=%.0f stamper_lag_p99_ms=%.1f dead_tuple_ratio=%.3f txn_append_ratio=%.3f bulk_append_ratio=%.3f%s durable=%d busy=%d\n",
+		r.TxnRatio, r.BulkRatio, r.IngestRatio, r.StamperEventsPerSecond, msFloat(r.StamperLagP99), r.DeadTupleRatio, r.TxnAppendRatio, r.BulkAppendRatio, cpuKeys, durable, load.End())
 	return r, nil
 }
 

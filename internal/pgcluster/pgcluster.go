@@ -31,16 +31,24 @@ type Cluster struct {
 	binDir string
 	dir    string // owns data/, the socket and the log
 	runAs  *user.User
+	// durable keeps the server's durability defaults instead of turning them off.
+	durable bool
 }
 
 // Start initializes and starts a cluster in a fresh temp dir and waits until it accepts
 // connections (pg_ctl -w). The caller must call Stop.
-func Start(ctx context.Context) (*Cluster, error) {
+func Start(ctx context.Context) (*Cluster, error) { return start(ctx, false) }
+
+// StartDurable is Start with durability on (fsync, synchronous_commit and full-page writes, the
+// server's defaults): what users run, for benchmarks that report the cost there too.
+func StartDurable(ctx context.Context) (*Cluster, error) { return start(ctx, true) }
+
+func start(ctx context.Context, durable bool) (*Cluster, error) {
 	binDir, err := FindBinDir()
 	if err != nil {
 		return nil, err
 	}
-	c := &Cluster{binDir: binDir}
+	c := &Cluster{binDir: binDir, durable: durable}
 	if os.Geteuid() == 0 {
 		if c.runAs, err = user.Lookup("postgres"); err != nil {
 			return nil, fmt.Errorf("running as root, PostgreSQL must run as the postgres system user, which does not exist: %w", err)
@@ -114,15 +122,16 @@ func (c *Cluster) initdb(ctx context.Context) error {
 }
 
 func (c *Cluster) start(ctx context.Context) error {
-	options := strings.Join([]string{
+	settings := []string{
 		"-c listen_addresses=''",
 		"-k " + c.dir,
-		"-c fsync=off",
-		"-c synchronous_commit=off",
-		"-c full_page_writes=off",
 		"-c max_connections=200",
 		"-c shared_buffers=128MB",
-	}, " ")
+	}
+	if !c.durable {
+		settings = append(settings, "-c fsync=off", "-c synchronous_commit=off", "-c full_page_writes=off")
+	}
+	options := strings.Join(settings, " ")
 	return c.run(ctx, "pg_ctl", "start", "-D", c.dataDir(), "-w", "-t", "60",
 		"-l", filepath.Join(c.dir, "postgres.log"), "-o", options)
 }

@@ -25,10 +25,19 @@ type Server struct {
 
 // Open starts a throwaway cluster when serverURL is empty, or uses serverURL's server.
 func Open(ctx context.Context, serverURL string) (*Server, error) {
+	return open(ctx, serverURL, pgcluster.Start)
+}
+
+// OpenDurable is Open with a throwaway cluster that keeps durability on (pgcluster.StartDurable).
+func OpenDurable(ctx context.Context, serverURL string) (*Server, error) {
+	return open(ctx, serverURL, pgcluster.StartDurable)
+}
+
+func open(ctx context.Context, serverURL string, startCluster func(context.Context) (*pgcluster.Cluster, error)) (*Server, error) {
 	if serverURL != "" {
 		return &Server{baseURL: serverURL}, nil
 	}
-	c, err := pgcluster.Start(ctx)
+	c, err := startCluster(ctx)
 	if err != nil {
 		return nil, err
 	}

@@ -1,7 +1,8 @@
 -- What every write to streamseal.events does, whichever path wrote it (append, ingest, the
 -- stamper, close_stream, reaping, reclassification, or an application's own INSERT / UPDATE /
 -- DELETE): keep the own-versus-copy rule, hand the counted changes to _fold_changes(), record
--- changes of own sealed history as facts that travel (history_changes.sql), and wake the stamper. Statement-level triggers over transition tables: one fold per statement.
+-- changes of own sealed history as facts that travel (history_changes.sql), and wake the stamper
+-- and feed readers. Statement-level triggers over transition tables: one fold per statement.
 
 -- _events_inserted guards the own/copy rule, folds inserted copies and queues own events for the
 -- stamper. Own events arrive unstamped and are folded when the stamper numbers them (stamp.sql).
@@ -19,14 +20,16 @@ declare
     misfit record;
     has_misfit boolean;
     has_unstamped boolean;
+    has_copies boolean;
     has_counted boolean;
 begin
     -- One pass decides what this statement needs; an own append needs only the wake-up.
     select s.name,
            pg_catalog.bool_or((i.origin = s.name) = (i.origin_seq is not null)),
            pg_catalog.bool_or(i.origin_seq is null),
+           pg_catalog.bool_or(i.origin_seq is not null),
            pg_catalog.bool_or(streamseal._counts_in_digest(i.origin_seq, i.flags))
-    into self, has_misfit, has_unstamped, has_counted
+    into self, has_misfit, has_unstamped, has_copies, has_counted
     from inserted i
     cross join streamseal.service s
     group by s.name;
@@ -66,6 +69,15 @@ begin
         select i.local_id, i.event_id, i.tenant, i.event_type, i.stream_id, i.flags, i.stored_at
         from inserted i where i.origin_seq is null;
         perform pg_catalog.pg_notify('streamseal_unstamped', '');
+    end if;
+
+    -- Wake feed readers (LISTEN streamseal_feed): copies are readable when this transaction
+    -- commits. Own events become readable when stamped, and stamp() wakes the same readers
+    -- through streamseal_stamped, so an own append sends no feed notification. (This was a
+    -- second statement trigger, events_feed_notify, in feed.sql: one PL/pgSQL call per statement
+    -- less, and one NOTIFY per own append less; issue 16, write3.)
+    if has_copies then
+        perform pg_catalog.pg_notify('streamseal_feed', '');
     end if;
     return null;
 end

@@ -875,21 +875,3 @@ as $$
             where a.backend_xid is not null
               and (a.datid is null or a.datid = (select d.oid from pg_catalog.pg_database d where d.datname = pg_catalog.current_database())))
 $$;
-
--- _feed_notify wakes feed readers (LISTEN streamseal_feed) when rows land; a stamp batch wakes
--- them through streamseal_stamped. One notification per statement, folded per transaction.
-create function streamseal._feed_notify()
-returns trigger
-language plpgsql
-volatile
-set search_path = pg_catalog, pg_temp
-as $$
-begin
-    perform pg_catalog.pg_notify('streamseal_feed', '');
-    return null;
-end
-$$;
-
-create trigger events_feed_notify
-    after insert on streamseal.events
-    for each statement execute function streamseal._feed_notify();
