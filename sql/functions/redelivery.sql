@@ -262,6 +262,11 @@ begin
               and (select_redelivery.to_seq is null or x.origin_seq < select_redelivery.to_seq)
               and (select_redelivery.after_stream is null
                    or (ev.stream_id, ev.stream_version) > (select_redelivery.after_stream, select_redelivery.after_version))
+            -- In the (origin, tenant, event_type, type_seq) key's order: when the statistics
+            -- estimate one row for every index (analyzed while the tables held only dead rows),
+            -- the primary key with origin alone tied with it and read the whole lane; the key's
+            -- order breaks the tie (the primary key would need a sort).
+            order by x.origin, x.tenant, x.event_type, x.type_seq
             -- A fence: the subquery stays one index range scan per requested range.
             offset 0
         ) e
@@ -277,30 +282,38 @@ begin
            e.flags, ev.payload, ev.metadata, ev.occurred_at
     -- own_numbers by its (origin, origin_seq) key over the window, then each row's event by
     -- event_id (a fenced probe): O(window) rows of each, whatever the statistics say.
-    from streamseal.own_numbers e
+    from (
+        select e.event_id, e.origin_seq, e.type_seq, e.tenant, e.stream_id, e.event_type, e.flags
+        from streamseal.own_numbers e
+        where e.origin = self
+          -- Not an at-most-once occurrence (bit 2). Spelled as the flag values it allows (flags
+          -- holds bits 1, 2 and 4 only) so the planner estimates it from column statistics:
+          -- flags & 2 = 0 is guessed at 0.5% of rows, which turned a 500-row keyset page at 50k
+          -- rows into a full scan and sort instead of an index walk that stops at the page.
+          and (e.flags in (0, 1, 4, 5) or (e.flags in (2, 6) and e.event_type = any (amo_types)))
+          and not (select_redelivery.state_only and e.flags in (1, 5)) -- a backfill ships no ephemeral event
+          and e.tenant = any (select_redelivery.tenants)
+          and e.event_type = any (select_redelivery.event_types)
+          and (select_redelivery.requester is null or streamseal._granted(select_redelivery.requester, e.tenant, e.event_type))
+          and (select_redelivery.streams is null or e.stream_id = any (select_redelivery.streams))
+          and (select_redelivery.from_seq is null or e.origin_seq >= select_redelivery.from_seq)
+          and (select_redelivery.to_seq is null or e.origin_seq < select_redelivery.to_seq)
+          and (select_redelivery.type_seq_ranges is null or select_redelivery.type_seq_ranges @> e.type_seq)
+        -- In the (origin, origin_seq) key's order: when the statistics estimate one row for every
+        -- index (analyzed while the tables held only dead rows), the (origin, tenant, event_type,
+        -- type_seq) key with origin alone tied with it and read the whole lane; the order breaks
+        -- the tie (that key would need a sort). A fence keeps it one range scan.
+        order by e.origin, e.origin_seq
+        offset 0
+    ) e
     cross join lateral (
         select v.event_id, v.stream_version, v.payload, v.metadata, v.occurred_at
         from streamseal.events v where v.event_id = e.event_id
         offset 0
     ) ev
-    where e.origin = self
-      -- Not an at-most-once occurrence (bit 2). Spelled as the flag values it allows (flags holds
-      -- bits 1, 2 and 4 only) so the planner estimates it from column statistics: flags & 2 = 0
-      -- is guessed at 0.5% of rows, which turned a 500-row keyset page at 50k rows into a full
-      -- scan and sort instead of an index walk that stops at the page.
-      and (e.flags in (0, 1, 4, 5) or (e.flags in (2, 6) and e.event_type = any (amo_types)))
-      and not (select_redelivery.state_only and e.flags in (1, 5)) -- a backfill ships no ephemeral event
-      and e.tenant = any (select_redelivery.tenants)
-      and e.event_type = any (select_redelivery.event_types)
-      and (select_redelivery.requester is null or streamseal._granted(select_redelivery.requester, e.tenant, e.event_type))
-      and (select_redelivery.streams is null or e.stream_id = any (select_redelivery.streams))
-      and (select_redelivery.from_seq is null or e.origin_seq >= select_redelivery.from_seq)
-      and (select_redelivery.to_seq is null or e.origin_seq < select_redelivery.to_seq)
-      and (select_redelivery.type_seq_ranges is null or select_redelivery.type_seq_ranges @> e.type_seq)
-      -- A row comparison, so the (origin, stream_id, stream_version) index starts the page at the
-      -- cursor instead of filtering everything before it.
-      and (select_redelivery.after_stream is null
-           or (e.stream_id, ev.stream_version) > (select_redelivery.after_stream, select_redelivery.after_version))
+    -- A row comparison, so the page starts at the cursor.
+    where select_redelivery.after_stream is null
+       or (e.stream_id, ev.stream_version) > (select_redelivery.after_stream, select_redelivery.after_version)
     order by e.stream_id, ev.stream_version
     limit least(select_redelivery.max_events, select_redelivery.cap);
         return;
