@@ -78,10 +78,11 @@ $$;
 -- as their round listed, by key (lane_round_pairs_by_lane), unless a checkpoint of the lane still
 -- waiting in the inbox would lower its birth at or below their last: those stay, held (the
 -- pending rule); when any left, the mark moves over what that accounts for. GUARD: it holds the
--- origin's known_origins row first, as record_lane_round does, so a round recorded while this verification ran is either seen here
--- (recorded first: its pairs are cleared) or sees this verification's lanes (recorded after:
--- it records no pair they cover); no pair is left waiting for a lane that caught up. Nothing to
--- clear (the usual case) costs the row lock and one index probe per tenant.
+-- origin's known_origins row first, as record_lane_round does, so a round recorded while this
+-- verification ran is either seen here (recorded first: its pairs are cleared) or sees this
+-- verification's lanes (recorded after: it records no pair they cover); no pair is left waiting
+-- for a lane that caught up. Nothing to clear (the usual case) costs the row lock and one index
+-- probe per tenant; a pair whose lane caught up costs one more (the pending rule).
 create function streamseal._lane_rounds_clear(origin text, event_type text, tenants text[])
 returns void
 language plpgsql
