@@ -463,7 +463,7 @@ func (in *Inbox) recordCheckpoints(ctx context.Context, msgs []jetstream.Msg, or
 		}
 		t := cp.Tenants[0]
 		entries[i] = store.CheckpointInboxEntry{Origin: cp.Origin, Subject: m.Subject(), Payload: m.Data(),
-			First: t.First, Last: t.Last, Coalescible: len(t.AtMostOnce) == 0}
+			First: t.First, Last: t.Last, Coalescible: len(t.AtMostOnce) == 0, Tenant: t.Tenant, EventType: cp.Type}
 	}
 	refused := map[int]string{}
 	if in.OnCheckpoint != nil {

@@ -25,13 +25,16 @@ type QueuedCheckpoint struct {
 
 // CheckpointInboxEntry is one checkpoint message to record: its origin and subject as the door
 // admitted them, its payload as received, the type_seq range its lane announces (nil on a
-// heartbeat), and whether a later checkpoint of its lane carries all it does (false when it
-// accepts at-most-once occurrences).
+// heartbeat), whether a later checkpoint of its lane carries all it does (false when it
+// accepts at-most-once occurrences), and its lane's tenant and event type (while it waits, a
+// listed round of that lane it would lower the birth of stays unaccounted for: the feed's
+// lane-set mark, lane_rounds.sql).
 type CheckpointInboxEntry struct {
-	Origin, Subject string
-	Payload         []byte
-	First, Last     *int64
-	Coalescible     bool
+	Origin, Subject   string
+	Payload           []byte
+	First, Last       *int64
+	Coalescible       bool
+	Tenant, EventType string
 }
 
 // CheckpointInboxOverflow is an origin a record reached the cap of: how many of its waiting
@@ -52,14 +55,16 @@ func CheckpointInboxRecord(ctx context.Context, db Querier, entries []Checkpoint
 	n := len(entries)
 	origins, subjects, payloads := make([]string, n), make([]string, n), make([][]byte, n)
 	firsts, lasts, coalescible := make([]*int64, n), make([]*int64, n), make([]bool, n)
+	tenants, types := make([]string, n), make([]string, n)
 	for i, e := range entries {
 		origins[i], subjects[i], payloads[i] = e.Origin, e.Subject, e.Payload
 		firsts[i], lasts[i], coalescible[i] = e.First, e.Last, e.Coalescible
+		tenants[i], types[i] = e.Tenant, e.EventType
 	}
 	rows, err := db.Query(ctx, `
 		select origin, superseded, waiting, refused
-		from streamseal.checkpoint_inbox_record($1, $2, $3, $4, $5, $6, $7, $8)`,
-		origins, subjects, payloads, firsts, lasts, coalescible, ordered, maxPerOrigin)
+		from streamseal.checkpoint_inbox_record($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
+		origins, subjects, payloads, firsts, lasts, coalescible, ordered, maxPerOrigin, tenants, types)
 	if err != nil {
 		return nil, classify("record received checkpoints", err)
 	}

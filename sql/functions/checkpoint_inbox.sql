@@ -5,7 +5,9 @@
 -- checkpoint_inbox_record records a run of checkpoint messages, in order: one element per message
 -- in each parallel array (origin and subject as the door admitted them, the payload as received,
 -- the type_seq range its one lane announces, null on a heartbeat, and whether a later checkpoint
--- of the lane carries everything it does: false when it accepts at-most-once occurrences). An
+-- of the lane carries everything it does: false when it accepts at-most-once occurrences), and
+-- the lane's tenant and event type (null: not described; a described row that announces a range
+-- holds its lane's round pairs waiting while it would lower the lane's birth: lane_rounds.sql). An
 -- origin may hold at most max_per_origin waiting rows. When a run takes an origin past it, the
 -- origin's rows (the run's included) that a later waiting row of the same subject (lane)
 -- supersedes are dropped (_checkpoint_inbox_superseded), then the run's newest rows that still do
@@ -17,7 +19,8 @@
 -- of their own, so concurrent runs of one origin cannot overshoot the cap together.
 create function streamseal.checkpoint_inbox_record(
     origins text[], subjects text[], payloads bytea[], first_type_seqs bigint[], last_type_seqs bigint[],
-    coalescible boolean[], ordered boolean, max_per_origin integer)
+    coalescible boolean[], ordered boolean, max_per_origin integer,
+    tenants text[] default null, event_types text[] default null)
 returns table (origin text, superseded bigint, waiting bigint, refused integer[])
 language plpgsql
 volatile
@@ -39,7 +42,9 @@ begin
                  (2, 'payloads', pg_catalog.cardinality(checkpoint_inbox_record.payloads), pg_catalog.array_ndims(checkpoint_inbox_record.payloads)),
                  (3, 'first_type_seqs', pg_catalog.cardinality(checkpoint_inbox_record.first_type_seqs), pg_catalog.array_ndims(checkpoint_inbox_record.first_type_seqs)),
                  (4, 'last_type_seqs', pg_catalog.cardinality(checkpoint_inbox_record.last_type_seqs), pg_catalog.array_ndims(checkpoint_inbox_record.last_type_seqs)),
-                 (5, 'coalescible', pg_catalog.cardinality(checkpoint_inbox_record.coalescible), pg_catalog.array_ndims(checkpoint_inbox_record.coalescible)))
+                 (5, 'coalescible', pg_catalog.cardinality(checkpoint_inbox_record.coalescible), pg_catalog.array_ndims(checkpoint_inbox_record.coalescible)),
+                 (6, 'tenants', coalesce(pg_catalog.cardinality(checkpoint_inbox_record.tenants), given), pg_catalog.array_ndims(checkpoint_inbox_record.tenants)),
+                 (7, 'event_types', coalesce(pg_catalog.cardinality(checkpoint_inbox_record.event_types), given), pg_catalog.array_ndims(checkpoint_inbox_record.event_types)))
          as a(position, name, size, dims)
     where a.size is distinct from given or a.dims > 1
     order by a.position
@@ -67,12 +72,15 @@ begin
 
     -- Identities are drawn as rows are inserted, in position order: ids[k] is message k's row.
     with recorded as (
-        insert into streamseal.checkpoint_inbox (origin, subject, payload, ordered, first_type_seq, last_type_seq, coalescible)
-        select u.origin, u.subject, u.payload, checkpoint_inbox_record.ordered, u.first, u.last, coalesce(u.coalescible, false)
+        insert into streamseal.checkpoint_inbox (origin, subject, payload, ordered, first_type_seq, last_type_seq, coalescible,
+                                                 tenant, event_type)
+        select u.origin, u.subject, u.payload, checkpoint_inbox_record.ordered, u.first, u.last, coalesce(u.coalescible, false),
+               u.tenant, u.event_type
         from rows from (pg_catalog.unnest(checkpoint_inbox_record.origins), pg_catalog.unnest(checkpoint_inbox_record.subjects),
                         pg_catalog.unnest(checkpoint_inbox_record.payloads), pg_catalog.unnest(checkpoint_inbox_record.first_type_seqs),
-                        pg_catalog.unnest(checkpoint_inbox_record.last_type_seqs), pg_catalog.unnest(checkpoint_inbox_record.coalescible))
-             with ordinality as u(origin, subject, payload, first, last, coalescible, position)
+                        pg_catalog.unnest(checkpoint_inbox_record.last_type_seqs), pg_catalog.unnest(checkpoint_inbox_record.coalescible),
+                        pg_catalog.unnest(checkpoint_inbox_record.tenants), pg_catalog.unnest(checkpoint_inbox_record.event_types))
+             with ordinality as u(origin, subject, payload, first, last, coalescible, tenant, event_type, position)
         order by u.position
         returning id
     )

@@ -3,14 +3,36 @@
 -- with their last type_seq), and the origin's mark, known_origins.lanes_announced_through, moves
 -- over a round's window once every listed pair this store subscribes to has a lane announced
 -- that far. read_feed (feed.sql) never certifies the origin past the mark.
+--
+-- A pair also waits, though its lane was announced that far, while this store holds a checkpoint
+-- of the lane not verified yet (checkpoint_inbox: retried after a failed verification, or still
+-- queued) that would lower the lane's birth at or below the pair's last (the pending rule, below):
+-- a later checkpoint verified first births the lane above type_seqs nobody has checked yet, and
+-- the mark must not pass them while their checkpoint is known to be coming (issue 17, migration
+-- 040). Such a pair is held: when the checkpoint is verified (the birth lowers) or leaves the
+-- inbox unverified (refused, given up, superseded), the next verification of the lane or the
+-- next beat of the origin (_lane_rounds_advance) lets it go. A checkpoint this store never
+-- received (expired from the broker, of a type subscribed later) holds nothing: the store cannot
+-- tell it from one that will never come, and waiting for it would stall the mark forever.
+
+-- The pending rule, written inline where it is tested (a call of a SQL function with its own
+-- search_path is not inlined: 21 us a pair against 1.5 us inline, and a round lists up to 50 000
+-- pairs): checkpoint_inbox holds a checkpoint of the pair's lane not verified yet whose first
+-- type_seq lies at or below both the pair's last and the lane's birth_floor (verified, it would
+-- lower the birth to first - 1: lanes.sql), so type_seqs at or below last are still to be
+-- checked. One probe of checkpoint_inbox_by_lane. Rows recorded before migration 040 name no
+-- lane and hold nothing.
 
 -- _lane_rounds_advance moves origin's mark over the recorded rounds that account for it: a
 -- round whose window starts at or below the mark, all of whose parts were recorded and none of
 -- whose listed pairs still waits for its lane (a waiting pair this store no longer subscribes to
 -- does not count: it will never be verified). Then it forgets the rounds the mark passed. The
--- mark only rises. Returns it (null: no listed round ever recorded). Cost: a key probe per round
--- at the mark (the first waiting pair found ends it). Callers hold the origin's known_origins
--- row (record_lane_round, _lane_rounds_clear).
+-- mark only rises. Returns it (null: no listed round ever recorded). First it lets go of the
+-- origin's held pairs whose waiting checkpoint is gone (verified, refused, given up, superseded),
+-- so a checkpoint that left the inbox unverified holds the mark until the next beat at most.
+-- Cost: a probe of the held pairs' index (none, the usual case), and a key probe per round at the
+-- mark (the first waiting pair found ends it). Callers hold the origin's known_origins row
+-- (record_lane_round, _lane_rounds_clear).
 create function streamseal._lane_rounds_advance(origin text)
 returns bigint
 language plpgsql
@@ -25,6 +47,13 @@ begin
     if mark is null then
         return null;
     end if;
+    delete from streamseal.lane_round_pairs p
+    using streamseal.lanes l
+    where p.origin = _lane_rounds_advance.origin and p.held
+      and l.origin = p.origin and l.tenant = p.tenant and l.event_type = p.event_type
+      and not exists (select from streamseal.checkpoint_inbox c  -- the pending rule
+                      where c.origin = p.origin and c.event_type = p.event_type and c.tenant = p.tenant
+                        and c.first_type_seq <= least(p.last_type_seq, l.birth_floor));
     loop
         select pg_catalog.max(r.window_to) into next_mark
         from streamseal.lane_rounds r
@@ -46,26 +75,32 @@ $$;
 
 -- _lane_rounds_clear is verify_checkpoint's part: the waiting pairs of the lanes one checkpoint
 -- message verified (origin, event_type, tenants) leave when their lane is now announced as far
--- as their round listed, by key (lane_round_pairs_by_lane); when any left, the mark moves over
--- what that accounts for. GUARD: it holds the origin's known_origins row first, as
--- record_lane_round does, so a round recorded while this verification ran is either seen here
--- (recorded first: its pairs are cleared) or sees this verification's lanes (recorded after:
--- it records no pair they cover); no pair is left waiting for a lane that caught up. Nothing to
--- clear (the usual case) costs the row lock and one index probe per tenant.
+-- as their round listed, by key (lane_round_pairs_by_lane), unless a checkpoint of the lane still
+-- waiting in the inbox would lower its birth at or below their last: those stay, held (the
+-- pending rule); when any left, the mark moves over what that accounts for. GUARD: it holds the
+-- origin's known_origins row first, as record_lane_round does, so a round recorded while this
+-- verification ran is either seen here (recorded first: its pairs are cleared) or sees this
+-- verification's lanes (recorded after: it records no pair they cover); no pair is left waiting
+-- for a lane that caught up. Nothing to clear (the usual case) costs the row lock and one index
+-- probe per tenant; a pair whose lane caught up costs one more (the pending rule).
 create function streamseal._lane_rounds_clear(origin text, event_type text, tenants text[])
 returns void
 language plpgsql
 volatile
 set search_path = pg_catalog, pg_temp
 as $$
+declare
+    cleared bigint;
 begin
     perform from streamseal.known_origins k where k.origin = _lane_rounds_clear.origin for no key update;
-    delete from streamseal.lane_round_pairs p
-    where (p.origin, p.round_at, p.tenant, p.event_type) in (
-        select w.origin, w.round_at, w.tenant, w.event_type
+    with announced as materialized (
+        select w.origin, w.round_at, w.tenant, w.event_type, w.held,
+               exists (select from streamseal.checkpoint_inbox c  -- the pending rule
+                       where c.origin = w.origin and c.event_type = w.event_type and c.tenant = w.tenant
+                         and c.first_type_seq <= least(w.last_type_seq, l.birth_floor)) as pending
         from pg_catalog.unnest(_lane_rounds_clear.tenants) t(tenant)
         cross join lateral (
-            select x.origin, x.round_at, x.tenant, x.event_type, x.last_type_seq
+            select x.origin, x.round_at, x.tenant, x.event_type, x.last_type_seq, x.held
             from streamseal.lane_round_pairs x
             where x.origin = _lane_rounds_clear.origin and x.event_type = _lane_rounds_clear.event_type
               and x.tenant = t.tenant
@@ -74,8 +109,22 @@ begin
             offset 0) w
         join streamseal.lanes l
           on l.origin = w.origin and l.tenant = w.tenant and l.event_type = w.event_type
-         and l.last_type_seq >= w.last_type_seq);
-    if found then
+         and l.last_type_seq >= w.last_type_seq
+    ), held as (
+        update streamseal.lane_round_pairs p
+        set held = true
+        from announced a
+        where a.pending and not a.held
+          and (p.origin, p.round_at, p.tenant, p.event_type) = (a.origin, a.round_at, a.tenant, a.event_type)
+    ), deleted as (
+        delete from streamseal.lane_round_pairs p
+        using announced a
+        where not a.pending
+          and (p.origin, p.round_at, p.tenant, p.event_type) = (a.origin, a.round_at, a.tenant, a.event_type)
+        returning 1
+    )
+    select pg_catalog.count(*) into cleared from deleted;
+    if cleared > 0 then
         perform streamseal._lane_rounds_advance(_lane_rounds_clear.origin);
     end if;
 end
@@ -85,8 +134,10 @@ $$;
 -- round_at over [window_from, window_to), part `part` of `parts`, listing in parallel arrays the
 -- (tenant, event_type) pairs the round checkpointed and the last type_seq each reached. Pairs
 -- this store does not subscribe to are set aside; so are pairs whose lane was already announced
--- that far. The first listed round recorded for an origin starts its mark at window_from (what
--- lies below came from beats that listed nothing: an older binary, documented in the README).
+-- that far, unless a checkpoint of the lane waiting in the inbox would lower its birth at or
+-- below the pair's last (recorded held: the pending rule). The first listed round recorded for
+-- an origin starts its mark at window_from (what lies below came from beats that listed nothing:
+-- an older binary, documented in the README).
 -- Returns the origin's mark after the call. The verifier calls it for every beat part, after
 -- observe_origin (an origin never observed is refused).
 create function streamseal.record_lane_round(origin text, round_at timestamptz, window_from bigint, window_to bigint,
@@ -162,17 +213,24 @@ begin
             using errcode = '22023';
     end if;
 
-    insert into streamseal.lane_round_pairs as p (origin, round_at, tenant, event_type, last_type_seq)
-    select record_lane_round.origin, record_lane_round.round_at, u.tenant, u.event_type, pg_catalog.max(u.last)
-    from rows from (pg_catalog.unnest(record_lane_round.tenants), pg_catalog.unnest(record_lane_round.event_types),
-                    pg_catalog.unnest(record_lane_round.last_type_seqs)) u(tenant, event_type, last)
-    where streamseal.subscribed(record_lane_round.origin, u.tenant, u.event_type)
-      and not exists (select from streamseal.lanes l
-                      where l.origin = record_lane_round.origin and l.tenant = u.tenant and l.event_type = u.event_type
-                        and l.last_type_seq >= u.last)
-    group by u.tenant, u.event_type
+    insert into streamseal.lane_round_pairs as p (origin, round_at, tenant, event_type, last_type_seq, held)
+    select record_lane_round.origin, record_lane_round.round_at, u.tenant, u.event_type, u.last,
+           l.last_type_seq is not null
+    from (select v.tenant, v.event_type, pg_catalog.max(v.last) as last
+          from rows from (pg_catalog.unnest(record_lane_round.tenants), pg_catalog.unnest(record_lane_round.event_types),
+                          pg_catalog.unnest(record_lane_round.last_type_seqs)) v(tenant, event_type, last)
+          where streamseal.subscribed(record_lane_round.origin, v.tenant, v.event_type)
+          group by v.tenant, v.event_type) u
+    left join streamseal.lanes l
+      on l.origin = record_lane_round.origin and l.tenant = u.tenant and l.event_type = u.event_type
+     and l.last_type_seq >= u.last
+    where l.last_type_seq is null
+       or exists (select from streamseal.checkpoint_inbox c  -- the pending rule
+                  where c.origin = record_lane_round.origin and c.event_type = u.event_type and c.tenant = u.tenant
+                    and c.first_type_seq <= least(u.last, l.birth_floor))
     on conflict on constraint lane_round_pairs_pkey do update
-        set last_type_seq = greatest(p.last_type_seq, excluded.last_type_seq);
+        set last_type_seq = greatest(p.last_type_seq, excluded.last_type_seq),
+            held = case when excluded.last_type_seq >= p.last_type_seq then excluded.held else p.held end;
 
     return streamseal._lane_rounds_advance(record_lane_round.origin);
 end
