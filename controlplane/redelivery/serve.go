@@ -134,14 +134,40 @@ func (s *Server) accept(ctx context.Context, env wire.Envelope, _ []byte) error 
 		return nil
 	}
 	if outcome == store.QueueServed {
-		// Invariant 12: an origin serves a request id once; a replay is never rebuilt.
-		s.drop(wire.DropReplayed, env, "request "+req.RequestID+" was served already")
-		return nil
+		// Invariant 12: an origin serves a request id once; a replay is never rebuilt. Invariant
+		// 14: it is answered by the summary sent for it, so a requester whose summary was lost on
+		// the way (a backfill's stalled answer re-asks its follow-up under its id) gets its
+		// answer; the requester acts on it only while that request is open.
+		return s.resendSummary(ctx, env, id, req)
 	}
 	select {
 	case s.wake <- struct{}{}:
 	default:
 	}
+	return nil
+}
+
+// resendSummary answers a replay of request id, served already, with the summary sent for it
+// (streamseal.served_requests keeps it), to the requester it was served to; a replay of a request
+// served to another requester, given up, or served before summaries were kept is dropped.
+func (s *Server) resendSummary(ctx context.Context, env wire.Envelope, id uuid.UUID, req wire.RedeliveryRequest) error {
+	summary, ok, err := store.ServedRequestSummary(ctx, s.Pool, id, env.From)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		s.drop(wire.DropReplayed, env, "request "+req.RequestID+" was served already")
+		return nil
+	}
+	answer, err := wire.NewEnvelope(wire.KindRedeliverySummary, s.Service, env.From, json.RawMessage(summary))
+	if err != nil {
+		return err
+	}
+	if err := wire.Publish(ctx, s.JS, answer, nil); err != nil {
+		return fmt.Errorf("send again the summary of request %s to %s: %w", req.RequestID, env.From, err)
+	}
+	s.Logger.Info("redelivery: a served request asked again: its summary sent again, nothing rebuilt", "request", req.RequestID,
+		"requester", env.From)
 	return nil
 }
 
@@ -245,16 +271,17 @@ func (s *Server) serveLocked(ctx context.Context, q store.QueuedRequest) error {
 			reason = "the queued request does not decode: " + err.Error()
 		}
 		s.refuse(q.Requester, req, reason)
-		return store.RedeliveryQueueRemove(ctx, s.Pool, q, ServedRetentionDefault)
+		return store.RedeliveryQueueRemove(ctx, s.Pool, q, nil, ServedRetentionDefault)
 	}
-	if err := s.build(ctx, q.Requester, req); err != nil {
+	summary, err := s.build(ctx, q.Requester, req)
+	if err != nil {
 		return fmt.Errorf("build request %s of %s (attempt %d): %w", req.RequestID, q.Requester, attempts, err)
 	}
 	// Served: what it held may be reaped now.
 	if _, err := store.DestructionHoldRelease(ctx, s.Pool, q.RequestID); err != nil {
 		return err
 	}
-	return store.RedeliveryQueueRemove(ctx, s.Pool, q, ServedRetentionDefault)
+	return store.RedeliveryQueueRemove(ctx, s.Pool, q, summary, ServedRetentionDefault)
 }
 
 func (s *Server) fillLimits() { s.Limits = WithDefaults(s.Limits) }
@@ -280,17 +307,18 @@ func WithDefaults(l Limits) Limits {
 	return l
 }
 
-// build serves one request: authorize, page, bundle, ship, summarize.
-func (s *Server) build(ctx context.Context, requester string, req wire.RedeliveryRequest) error {
+// build serves one request: authorize, page, bundle, ship, summarize. It returns the summary's
+// body as sent (nil: refused, nothing sent).
+func (s *Server) build(ctx context.Context, requester string, req wire.RedeliveryRequest) ([]byte, error) {
 	if s.OnBuild != nil {
 		s.OnBuild(req.RequestID, "start")
 		defer s.OnBuild(req.RequestID, "end")
 	}
 	if reason, err := s.authorize(ctx, requester, req); err != nil {
-		return err
+		return nil, err
 	} else if reason != "" {
 		s.refuse(requester, req, reason)
-		return nil
+		return nil, nil
 	}
 	limit := req.MaxEvents
 	if limit <= 0 || limit > s.Limits.MaxEventsPerRequest {
@@ -305,7 +333,7 @@ func (s *Server) build(ctx context.Context, requester string, req wire.Redeliver
 		// The start of a backfill's answer: say how much the whole answer holds (progress).
 		total, err := store.BackfillTotal(ctx, s.Pool, requester, req.Types, copies)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		summary.Total = total
 	}
@@ -314,11 +342,11 @@ func (s *Server) build(ctx context.Context, requester string, req wire.Redeliver
 		want := min(s.Limits.PageSize, limit-summary.Shipped)
 		page, err := s.page(ctx, sel, after, want, copies)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		for _, e := range page {
 			if err := b.add(e); err != nil {
-				return err
+				return nil, err
 			}
 		}
 		summary.Shipped += len(page)
@@ -334,7 +362,7 @@ func (s *Server) build(ctx context.Context, requester string, req wire.Redeliver
 	if summary.Shipped >= limit {
 		more, err := s.page(ctx, sel, after, 1, copies)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		summary.Truncated = len(more) > 0
 		if summary.Truncated && after != nil {
@@ -342,30 +370,30 @@ func (s *Server) build(ctx context.Context, requester string, req wire.Redeliver
 		}
 	}
 	if err := b.flush(); err != nil {
-		return err
+		return nil, err
 	}
 	if err := b.settle(); err != nil {
-		return err
+		return nil, err
 	}
 	summary.Bundles = b.bundles
 	unservable, err := s.unservable(ctx, sel)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	summary.Unservable = unservable
 	s.shipped.Add(int64(summary.Shipped))
 	env, err := wire.NewEnvelope(wire.KindRedeliverySummary, s.Service, requester, summary)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if err := wire.Publish(ctx, s.JS, env, nil); err != nil {
-		return err
+		return nil, err
 	}
 	s.Logger.Info("redelivery: served", "request", req.RequestID, "requester", requester, "shipped", summary.Shipped,
 		"bundles", summary.Bundles, "truncated", summary.Truncated, "unservable", len(summary.Unservable),
 		"took", time.Since(start))
 	s.Metrics.RedeliveryBuilt(time.Since(start))
-	return nil
+	return env.Body, nil
 }
 
 // page reads the next n events of the selection strictly after after (nil: from the start): the
