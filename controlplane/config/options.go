@@ -74,6 +74,7 @@ type Options struct {
 	Keep            bool          // demo
 	DemoMetricsAddr string        // demo
 	Quick           bool          // bench
+	CPUProfile      string        // bench: write a Go CPU profile of the run here
 	Topology        string        // nats-config: the topology file
 	SeedDir         string        // nats-config: where the NKey seeds go
 }
@@ -380,6 +381,10 @@ func commandOptions(o *Options) []Option {
 			Unset: "off",
 			Help:  "run a smaller size",
 			value: onOff(&o.Quick)},
+		{Flag: "cpuprofile", Commands: []string{bench},
+			Unset: "none",
+			Help:  "write a Go CPU profile of the benchmark's run to this file (go tool pprof); the databases' own work is not in it",
+			value: text(&o.CPUProfile, "")},
 	}
 }
 
