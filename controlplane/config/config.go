@@ -60,6 +60,7 @@ const (
 	BackfillOnGrowthDefault                   = BackfillOn
 	BackfillServeCopiesDefault                = BackfillOff
 	BackfillReaskAfterDefault                 = backfill.ReaskAfterDefault
+	BackfillServeShareDefault                 = redelivery.BackfillShareDefault
 	MaxAutoRebuildsPerAuditDefault            = 5
 	MaxCoverageGapReportsPerAuditDefault      = 100
 )

@@ -435,6 +435,9 @@ func tunables(c *Config) []Option {
 		{Flag: "max-events-per-request", Env: "STREAMSEAL_MAX_EVENTS_PER_REQUEST", Commands: both,
 			Help:  "the most events one redelivery request is served",
 			value: intIn(&c.Redelivery.MaxEventsPerRequest, MaxEventsPerRequestDefault, 1, 1_000_000)},
+		{Flag: "backfill-serve-share", Env: "STREAMSEAL_BACKFILL_SERVE_SHARE", Commands: []string{CommandRun},
+			Help:  "percent of the wall time this origin spends building a backfill's answer: after each page it waits so the build takes at most this share (100: unpaced), so a backfill yields to live traffic, more as the machine gets busier; plain repairs are never paced",
+			value: intIn(&c.Redelivery.BackfillShare, BackfillServeShareDefault, 1, 100)},
 		{Flag: "event-retention", Env: "STREAMSEAL_EVENT_RETENTION", Commands: both,
 			Help: "how long JetStream keeps events; repairs come from the origin's store, so the broker needs only what in-flight deliveries and restarts need. " +
 				"Every service applies it to the shared stream at start: set the same value everywhere",

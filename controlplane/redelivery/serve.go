@@ -38,6 +38,12 @@ type Limits struct {
 	// HoldLimit is how long a request naming ephemeral events holds them against the reaper
 	// when it is not served first (default 1h; streamseal.hold_destruction).
 	HoldLimit time.Duration
+	// BackfillShare paces a backfill's answer (a state-only request) so that building it takes
+	// at most this percent of the wall time: after each page the build waits (100 - share) /
+	// share times as long as the page took (default 50; 100: unpaced). A backfill then yields
+	// to the origin's live traffic, and yields more as the machine gets busier (a page takes
+	// longer). Plain repairs are never paced.
+	BackfillShare int
 }
 
 // Defaults of Limits (the proposal's pump options), used where a field is left zero.
@@ -47,11 +53,13 @@ const (
 	MaxBundleEventsDefault     = 500
 	MaxBundleBytesDefault      = 192000
 	HoldLimitDefault           = time.Hour
+	BackfillShareDefault       = 50
 )
 
 // DefaultLimits are the production defaults.
 var DefaultLimits = Limits{MaxEventsPerRequest: MaxEventsPerRequestDefault, PageSize: PageSizeDefault,
-	MaxBundleEvents: MaxBundleEventsDefault, MaxBundleBytes: MaxBundleBytesDefault, HoldLimit: HoldLimitDefault}
+	MaxBundleEvents: MaxBundleEventsDefault, MaxBundleBytes: MaxBundleBytesDefault, HoldLimit: HoldLimitDefault,
+	BackfillShare: BackfillShareDefault}
 
 // Server serves redelivery requests for one service.
 type Server struct {
@@ -69,6 +77,9 @@ type Server struct {
 	// consumer that persisted forwarded copies may answer too". Off by default: every holder
 	// answering every backfill multiplies its wire cost by the number of holders.
 	ServeCopies bool
+	// Pause, when set, replaces the wait that paces a backfill's answer (Limits.BackfillShare):
+	// tests observe the pacing through it without waiting.
+	Pause func(ctx context.Context, d time.Duration)
 
 	wake             chan struct{}
 	seam             *wire.Seam // the control endpoint's, where replayed requests are counted
@@ -304,6 +315,9 @@ func WithDefaults(l Limits) Limits {
 	if l.HoldLimit <= 0 {
 		l.HoldLimit = d.HoldLimit
 	}
+	if l.BackfillShare <= 0 || l.BackfillShare > 100 {
+		l.BackfillShare = d.BackfillShare
+	}
 	return l
 }
 
@@ -339,6 +353,7 @@ func (s *Server) build(ctx context.Context, requester string, req wire.Redeliver
 	}
 	after := req.After
 	for summary.Shipped < limit {
+		pageStart := time.Now()
 		want := min(s.Limits.PageSize, limit-summary.Shipped)
 		page, err := s.page(ctx, sel, after, want, copies)
 		if err != nil {
@@ -357,6 +372,15 @@ func (s *Server) build(ctx context.Context, requester string, req wire.Redeliver
 		after = &wire.Position{Stream: last.StreamID, Version: last.StreamVersion}
 		if last.Origin != s.Service {
 			after.Lane = last.Origin
+		}
+		if req.StateOnly && s.Limits.BackfillShare < 100 && summary.Shipped < limit {
+			// A backfill yields to live traffic: between pages it waits so that building takes
+			// at most BackfillShare% of the time.
+			pause := s.Pause
+			if pause == nil {
+				pause = sleep
+			}
+			pause(ctx, time.Since(pageStart)*time.Duration(100-s.Limits.BackfillShare)/time.Duration(s.Limits.BackfillShare))
 		}
 	}
 	if summary.Shipped >= limit {

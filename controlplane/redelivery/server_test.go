@@ -3,6 +3,7 @@ package redelivery_test
 import (
 	"encoding/json"
 	"reflect"
+	"sync"
 	"time"
 
 	"context"
@@ -88,14 +89,15 @@ func TestServer(t *testing.T) {
 				t.Errorf("%s = %d, want %d", c.name, c.got, c.want)
 			}
 		}
-		want := redelivery.Limits{MaxEventsPerRequest: 10000, PageSize: 500, MaxBundleEvents: 500, MaxBundleBytes: 192000, HoldLimit: time.Hour}
+		want := redelivery.Limits{MaxEventsPerRequest: 10000, PageSize: 500, MaxBundleEvents: 500, MaxBundleBytes: 192000, HoldLimit: time.Hour,
+			BackfillShare: 50}
 		if redelivery.DefaultLimits != want {
 			t.Errorf("DefaultLimits = %+v, want %+v", redelivery.DefaultLimits, want)
 		}
 		if got := redelivery.WithDefaults(redelivery.Limits{}); got != want {
 			t.Errorf("WithDefaults(zero) = %+v, want %+v", got, want)
 		}
-		if got := redelivery.WithDefaults(redelivery.Limits{PageSize: 7}); got != (redelivery.Limits{10000, 7, 500, 192000, time.Hour}) {
+		if got := redelivery.WithDefaults(redelivery.Limits{PageSize: 7}); got != (redelivery.Limits{10000, 7, 500, 192000, time.Hour, 50}) {
 			t.Errorf("WithDefaults kept %+v of a set page size 7", got)
 		}
 
@@ -388,6 +390,45 @@ func TestServer(t *testing.T) {
 				if want := int64(j + 1 + 3*i); bundle.StreamID == "a" && e.Version != want {
 					t.Fatalf("bundle %d event %d is version %d, want %d", i, j, e.Version, want)
 				}
+			}
+		}
+	})
+
+	// Issue 18 (a backfill never hurts live traffic much): a backfill's (state-only) answer is
+	// paced, page by page, to BackfillShare of the wall time: between pages the build pauses
+	// (100 - share) / share times as long as the page took. A plain repair is never paced, nor
+	// a backfill at share 100. The pause is the seam (Server.Pause); nothing here waits on time.
+	t.Run("ABackfillAnswerIsPacedPageByPageARepairIsNot", func(t *testing.T) {
+		t.Parallel()
+		s, b := setup(t)
+		s.Limits = redelivery.Limits{PageSize: 2, BackfillShare: 25}
+		var mu sync.Mutex
+		var pauses []time.Duration
+		s.Pause = func(_ context.Context, d time.Duration) {
+			mu.Lock()
+			defer mu.Unlock()
+			pauses = append(pauses, d)
+		}
+		streamOf(t, b.pool, "a", eventTypes[0], 5, 10)
+		start(t, s, b)
+		from, to := seqRange(1, 1<<40)
+		repair := awaitAnswer(t, b.answers, ask(t, b, wire.RedeliveryRequest{Tenants: acme, Types: eventTypes[:1], FromSeq: from, ToSeq: to, MaxEvents: 100}))
+		mu.Lock()
+		paused := len(pauses)
+		mu.Unlock()
+		if repair.summary.Shipped != 5 || paused != 0 {
+			t.Fatalf("a plain repair shipped %d and paused %d times; want 5, never paused", repair.summary.Shipped, paused)
+		}
+		backfill := awaitAnswer(t, b.answers, ask(t, b, wire.RedeliveryRequest{Tenants: acme, Types: eventTypes[:1], MaxEvents: 100, StateOnly: true}))
+		mu.Lock()
+		defer mu.Unlock()
+		if backfill.summary.Shipped != 5 || len(pauses) != 2 {
+			t.Fatalf("a backfill of 5 events in pages of 2 shipped %d and paused %d times (%v); want 5, a pause between each two of its 3 pages",
+				backfill.summary.Shipped, len(pauses), pauses)
+		}
+		for _, d := range pauses {
+			if d <= 0 {
+				t.Fatalf("pauses %v: want each three times its page's build (share 25%%), so positive", pauses)
 			}
 		}
 	})
