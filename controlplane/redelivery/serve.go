@@ -39,7 +39,7 @@ type Limits struct {
 	// when it is not served first (default 1h; streamseal.hold_destruction).
 	HoldLimit time.Duration
 	// BackfillShare paces a backfill's answer (a state-only request) so that building it takes
-	// at most this percent of the wall time: after each page the build waits (100 - share) /
+	// at most this percent of the wall time: between pages the build waits (100 - share) /
 	// share times as long as the page took (default 50; 100: unpaced). A backfill then yields
 	// to the origin's live traffic, and yields more as the machine gets busier (a page takes
 	// longer). Plain repairs are never paced.
