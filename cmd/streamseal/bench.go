@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
+	"runtime/pprof"
 	"strings"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -129,6 +131,20 @@ func (c *benchCmd) Run(ctx context.Context, o *benchOpts) error {
 		return err
 	}
 	c.onClose(func() { server.Close() })
+	if o.CPUProfile != "" {
+		f, err := os.Create(o.CPUProfile)
+		if err != nil {
+			return fmt.Errorf("--cpuprofile: %w", err)
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			f.Close()
+			return fmt.Errorf("--cpuprofile: %w", err)
+		}
+		defer func() {
+			pprof.StopCPUProfile()
+			f.Close()
+		}()
+	}
 	for _, b := range benchmarks {
 		if b.name == o.Benchmark {
 			return b.run(ctx, server, o.Quick, c.Out)

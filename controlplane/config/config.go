@@ -6,7 +6,7 @@
 // the options of each command. Errors name the option and the values it accepts.
 //
 // Each default is a named constant: beside its owner where config can import the owner
-// (redelivery), here where the owner imports config (audit, checkpoint, jobs) and reuses it.
+// (redelivery, backfill), here where the owner imports config (audit, checkpoint, jobs) and reuses it.
 package config
 
 import (
@@ -14,6 +14,7 @@ import (
 	"flag"
 	"time"
 
+	"github.com/streamseal/streamseal/controlplane/backfill"
 	"github.com/streamseal/streamseal/controlplane/redelivery"
 )
 
@@ -58,6 +59,8 @@ const (
 	DestructionHoldLimitDefault               = redelivery.HoldLimitDefault
 	BackfillOnGrowthDefault                   = BackfillOn
 	BackfillServeCopiesDefault                = BackfillOff
+	BackfillReaskAfterDefault                 = backfill.ReaskAfterDefault
+	BackfillServeShareDefault                 = redelivery.BackfillShareDefault
 	MaxAutoRebuildsPerAuditDefault            = 5
 	MaxCoverageGapReportsPerAuditDefault      = 100
 )
@@ -95,6 +98,10 @@ type Config struct {
 	// BackfillServeCopies (BackfillOn or BackfillOff) lets this service answer other services'
 	// backfills with the copies it holds of other origins' events, under its own grants.
 	BackfillServeCopies string
+	// BackfillReaskAfter is how long a backfill broadcast no origin answered, or an origin's
+	// answer that made no progress, waits before it is asked again (a stalled answer backs off
+	// up to 16 times it).
+	BackfillReaskAfter time.Duration
 	// MaxAutoRebuildsPerAudit caps the projection streams one coverage audit rebuilds (issue 19).
 	MaxAutoRebuildsPerAudit int
 	// MaxCoverageGapReportsPerAudit caps the coverage findings one coverage audit records.

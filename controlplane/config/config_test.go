@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/streamseal/streamseal/controlplane/backfill"
 	"github.com/streamseal/streamseal/controlplane/redelivery"
 )
 
@@ -48,6 +49,7 @@ func TestConfig(t *testing.T) {
 			EphemeralGrace:                     EphemeralGraceDefault,
 			BackfillOnGrowth:                   BackfillOnGrowthDefault,
 			BackfillServeCopies:                BackfillServeCopiesDefault,
+			BackfillReaskAfter:                 BackfillReaskAfterDefault,
 			MaxAutoRebuildsPerAudit:            MaxAutoRebuildsPerAuditDefault,
 			MaxCoverageGapReportsPerAudit:      MaxCoverageGapReportsPerAuditDefault,
 		}
@@ -74,6 +76,28 @@ func TestConfig(t *testing.T) {
 		}
 		if c.CheckpointInterval != 5*time.Second || c.RepairMode != ReportOnly || c.LivenessIntervals != 3 {
 			t.Fatalf("config = %+v", c)
+		}
+	})
+
+	// Invariant 14: how long a backfill nobody answered, or an answer that stalled, waits before
+	// it is asked again is the operator's (issue 18), from the backfill loop's default.
+	t.Run("BackfillReaskAfterIsAnOption", func(t *testing.T) {
+		if BackfillReaskAfterDefault != backfill.ReaskAfterDefault {
+			t.Fatalf("default %s, want the backfill loop's %s", BackfillReaskAfterDefault, backfill.ReaskAfterDefault)
+		}
+		t.Setenv("STREAMSEAL_BACKFILL_REASK_AFTER", "90s")
+		c := Defaults()
+		fs := flag.NewFlagSet("run", flag.ContinueOnError)
+		fs.SetOutput(io.Discard)
+		if err := c.RegisterFlags(fs); err != nil {
+			t.Fatal(err)
+		}
+		if err := fs.Parse(nil); err != nil || c.BackfillReaskAfter != 90*time.Second {
+			t.Fatalf("from the environment: %v, %s; want 1m30s", err, c.BackfillReaskAfter)
+		}
+		c.BackfillReaskAfter = 0
+		if err := c.Validate(); err == nil || !strings.Contains(err.Error(), "--backfill-reask-after") {
+			t.Fatalf("a zero re-ask delay: %v; want a refusal naming --backfill-reask-after", err)
 		}
 	})
 

@@ -75,6 +75,7 @@ type Options struct {
 	DemoMetricsAddr string        // demo
 	Quick           bool          // bench
 	Durable         bool          // bench
+	CPUProfile      string        // bench: write a Go CPU profile of the run here
 	Topology        string        // nats-config: the topology file
 	SeedDir         string        // nats-config: where the NKey seeds go
 }
@@ -385,6 +386,10 @@ func commandOptions(o *Options) []Option {
 			Unset: "off: fsync, synchronous_commit and full-page writes off",
 			Help:  "run the throwaway cluster durable (fsync, synchronous_commit and full-page writes on), as users run Postgres; ignored with --database-url",
 			value: onOff(&o.Durable)},
+		{Flag: "cpuprofile", Commands: []string{bench},
+			Unset: "none",
+			Help:  "write a Go CPU profile of the benchmark's run to this file (go tool pprof); the databases' own work is not in it",
+			value: text(&o.CPUProfile, "")},
 	}
 }
 
@@ -435,6 +440,9 @@ func tunables(c *Config) []Option {
 		{Flag: "max-events-per-request", Env: "STREAMSEAL_MAX_EVENTS_PER_REQUEST", Commands: both,
 			Help:  "the most events one redelivery request is served",
 			value: intIn(&c.Redelivery.MaxEventsPerRequest, MaxEventsPerRequestDefault, 1, 1_000_000)},
+		{Flag: "backfill-serve-share", Env: "STREAMSEAL_BACKFILL_SERVE_SHARE", Commands: []string{CommandRun},
+			Help:  "percent of the wall time this origin spends building a backfill's answer: after each page it waits so the build takes at most this share (100: unpaced), so a backfill yields to live traffic, more as the machine gets busier; plain repairs are never paced",
+			value: intIn(&c.Redelivery.BackfillShare, BackfillServeShareDefault, 1, 100)},
 		{Flag: "event-retention", Env: "STREAMSEAL_EVENT_RETENTION", Commands: both,
 			Help: "how long JetStream keeps events; repairs come from the origin's store, so the broker needs only what in-flight deliveries and restarts need. " +
 				"Every service applies it to the shared stream at start: set the same value everywhere",
@@ -475,6 +483,9 @@ func tunables(c *Config) []Option {
 		{Flag: "backfill-serve-copies", Env: "STREAMSEAL_BACKFILL_SERVE_COPIES", Commands: []string{CommandRun},
 			Help:  "on: answer other services' backfills also with the copies this service holds of other origins' events (under this service's grants; the consumer keeps one copy per event id); off: answer with its own events only (every holder answering multiplies a backfill's wire cost)",
 			value: oneOf(&c.BackfillServeCopies, BackfillServeCopiesDefault, "on|off", BackfillOn, BackfillOff)},
+		{Flag: "backfill-reask-after", Env: "STREAMSEAL_BACKFILL_REASK_AFTER", Commands: []string{CommandRun},
+			Help:  "a backfill broadcast no origin answered, or an origin's answer that made no progress (its follow-up or summary lost), is asked again after this; a stalled answer backs off to 16 times it",
+			value: durationIn(&c.BackfillReaskAfter, BackfillReaskAfterDefault, 10*time.Millisecond, 7*day)},
 		{Flag: "max-repair-attempts-per-bucket", Env: "STREAMSEAL_MAX_REPAIR_ATTEMPTS_PER_BUCKET", Commands: both,
 			Help:  "after this many requests a bucket's backoff stays at its slowest rung and it alarms as exhausted",
 			value: intIn(&c.MaxRepairAttemptsPerBucket, MaxRepairAttemptsPerBucketDefault, 1, 100)},

@@ -134,7 +134,7 @@ func New(cfg Config) (*Node, error) {
 		Limits: audit.Limits{MaxDrillDownTypes: settings.MaxDrillDownTypesPerAudit, MaxDigests: settings.MaxDigestsPerManifest,
 			MaxRequests: settings.MaxAutoRepairRequestsPerAudit}}
 	n.Backfill = &backfill.Loop{Pool: cfg.Pool, JS: js, Service: cfg.Service, Enabled: settings.BackfillOnGrowth == config.BackfillOn,
-		MaxEvents: settings.Redelivery.MaxEventsPerRequest, Logger: logger, Metrics: ins}
+		ReaskAfter: settings.BackfillReaskAfter, MaxEvents: settings.Redelivery.MaxEventsPerRequest, Logger: logger, Metrics: ins}
 	n.Projections = &projections.Runner{Pool: cfg.Pool, Logger: logger}
 	client, err := jobs.NewClient(cfg.Pool, settings, n.Publisher, n.Verifier, n.Auditor, n.Metrics.Refresh, logger)
 	if err != nil {

@@ -38,6 +38,12 @@ type Limits struct {
 	// HoldLimit is how long a request naming ephemeral events holds them against the reaper
 	// when it is not served first (default 1h; streamseal.hold_destruction).
 	HoldLimit time.Duration
+	// BackfillShare paces a backfill's answer (a state-only request) so that building it takes
+	// at most this percent of the wall time: between pages the build waits (100 - share) /
+	// share times as long as the page took (default 50; 100: unpaced). A backfill then yields
+	// to the origin's live traffic, and yields more as the machine gets busier (a page takes
+	// longer). Plain repairs are never paced.
+	BackfillShare int
 }
 
 // Defaults of Limits (the proposal's pump options), used where a field is left zero.
@@ -47,11 +53,13 @@ const (
 	MaxBundleEventsDefault     = 500
 	MaxBundleBytesDefault      = 192000
 	HoldLimitDefault           = time.Hour
+	BackfillShareDefault       = 50
 )
 
 // DefaultLimits are the production defaults.
 var DefaultLimits = Limits{MaxEventsPerRequest: MaxEventsPerRequestDefault, PageSize: PageSizeDefault,
-	MaxBundleEvents: MaxBundleEventsDefault, MaxBundleBytes: MaxBundleBytesDefault, HoldLimit: HoldLimitDefault}
+	MaxBundleEvents: MaxBundleEventsDefault, MaxBundleBytes: MaxBundleBytesDefault, HoldLimit: HoldLimitDefault,
+	BackfillShare: BackfillShareDefault}
 
 // Server serves redelivery requests for one service.
 type Server struct {
@@ -69,6 +77,9 @@ type Server struct {
 	// consumer that persisted forwarded copies may answer too". Off by default: every holder
 	// answering every backfill multiplies its wire cost by the number of holders.
 	ServeCopies bool
+	// Pause, when set, replaces the wait that paces a backfill's answer (Limits.BackfillShare):
+	// tests observe the pacing through it without waiting.
+	Pause func(ctx context.Context, d time.Duration)
 
 	wake             chan struct{}
 	seam             *wire.Seam // the control endpoint's, where replayed requests are counted
@@ -134,14 +145,40 @@ func (s *Server) accept(ctx context.Context, env wire.Envelope, _ []byte) error 
 		return nil
 	}
 	if outcome == store.QueueServed {
-		// Invariant 12: an origin serves a request id once; a replay is never rebuilt.
-		s.drop(wire.DropReplayed, env, "request "+req.RequestID+" was served already")
-		return nil
+		// Invariant 12: an origin serves a request id once; a replay is never rebuilt. Invariant
+		// 14: it is answered by the summary sent for it, so a requester whose summary was lost on
+		// the way (a backfill's stalled answer re-asks its follow-up under its id) gets its
+		// answer; the requester acts on it only while that request is open.
+		return s.resendSummary(ctx, env, id, req)
 	}
 	select {
 	case s.wake <- struct{}{}:
 	default:
 	}
+	return nil
+}
+
+// resendSummary answers a replay of request id, served already, with the summary sent for it
+// (streamseal.served_requests keeps it), to the requester it was served to; a replay of a request
+// served to another requester, given up, or served before summaries were kept is dropped.
+func (s *Server) resendSummary(ctx context.Context, env wire.Envelope, id uuid.UUID, req wire.RedeliveryRequest) error {
+	summary, ok, err := store.ServedRequestSummary(ctx, s.Pool, id, env.From)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		s.drop(wire.DropReplayed, env, "request "+req.RequestID+" was served already")
+		return nil
+	}
+	answer, err := wire.NewEnvelope(wire.KindRedeliverySummary, s.Service, env.From, json.RawMessage(summary))
+	if err != nil {
+		return err
+	}
+	if err := wire.Publish(ctx, s.JS, answer, nil); err != nil {
+		return fmt.Errorf("send again the summary of request %s to %s: %w", req.RequestID, env.From, err)
+	}
+	s.Logger.Info("redelivery: a served request asked again: its summary sent again, nothing rebuilt", "request", req.RequestID,
+		"requester", env.From)
 	return nil
 }
 
@@ -245,16 +282,17 @@ func (s *Server) serveLocked(ctx context.Context, q store.QueuedRequest) error {
 			reason = "the queued request does not decode: " + err.Error()
 		}
 		s.refuse(q.Requester, req, reason)
-		return store.RedeliveryQueueRemove(ctx, s.Pool, q, ServedRetentionDefault)
+		return store.RedeliveryQueueRemove(ctx, s.Pool, q, nil, ServedRetentionDefault)
 	}
-	if err := s.build(ctx, q.Requester, req); err != nil {
+	summary, err := s.build(ctx, q.Requester, req)
+	if err != nil {
 		return fmt.Errorf("build request %s of %s (attempt %d): %w", req.RequestID, q.Requester, attempts, err)
 	}
 	// Served: what it held may be reaped now.
 	if _, err := store.DestructionHoldRelease(ctx, s.Pool, q.RequestID); err != nil {
 		return err
 	}
-	return store.RedeliveryQueueRemove(ctx, s.Pool, q, ServedRetentionDefault)
+	return store.RedeliveryQueueRemove(ctx, s.Pool, q, summary, ServedRetentionDefault)
 }
 
 func (s *Server) fillLimits() { s.Limits = WithDefaults(s.Limits) }
@@ -277,20 +315,24 @@ func WithDefaults(l Limits) Limits {
 	if l.HoldLimit <= 0 {
 		l.HoldLimit = d.HoldLimit
 	}
+	if l.BackfillShare <= 0 || l.BackfillShare > 100 {
+		l.BackfillShare = d.BackfillShare
+	}
 	return l
 }
 
-// build serves one request: authorize, page, bundle, ship, summarize.
-func (s *Server) build(ctx context.Context, requester string, req wire.RedeliveryRequest) error {
+// build serves one request: authorize, page, bundle, ship, summarize. It returns the summary's
+// body as sent (nil: refused, nothing sent).
+func (s *Server) build(ctx context.Context, requester string, req wire.RedeliveryRequest) ([]byte, error) {
 	if s.OnBuild != nil {
 		s.OnBuild(req.RequestID, "start")
 		defer s.OnBuild(req.RequestID, "end")
 	}
 	if reason, err := s.authorize(ctx, requester, req); err != nil {
-		return err
+		return nil, err
 	} else if reason != "" {
 		s.refuse(requester, req, reason)
-		return nil
+		return nil, nil
 	}
 	limit := req.MaxEvents
 	if limit <= 0 || limit > s.Limits.MaxEventsPerRequest {
@@ -305,20 +347,21 @@ func (s *Server) build(ctx context.Context, requester string, req wire.Redeliver
 		// The start of a backfill's answer: say how much the whole answer holds (progress).
 		total, err := store.BackfillTotal(ctx, s.Pool, requester, req.Types, copies)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		summary.Total = total
 	}
 	after := req.After
 	for summary.Shipped < limit {
+		pageStart := time.Now()
 		want := min(s.Limits.PageSize, limit-summary.Shipped)
 		page, err := s.page(ctx, sel, after, want, copies)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		for _, e := range page {
 			if err := b.add(e); err != nil {
-				return err
+				return nil, err
 			}
 		}
 		summary.Shipped += len(page)
@@ -330,11 +373,20 @@ func (s *Server) build(ctx context.Context, requester string, req wire.Redeliver
 		if last.Origin != s.Service {
 			after.Lane = last.Origin
 		}
+		if req.StateOnly && s.Limits.BackfillShare < 100 && summary.Shipped < limit {
+			// A backfill yields to live traffic: between pages it waits so that building takes
+			// at most BackfillShare% of the time.
+			pause := s.Pause
+			if pause == nil {
+				pause = sleep
+			}
+			pause(ctx, time.Since(pageStart)*time.Duration(100-s.Limits.BackfillShare)/time.Duration(s.Limits.BackfillShare))
+		}
 	}
 	if summary.Shipped >= limit {
 		more, err := s.page(ctx, sel, after, 1, copies)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		summary.Truncated = len(more) > 0
 		if summary.Truncated && after != nil {
@@ -342,30 +394,30 @@ func (s *Server) build(ctx context.Context, requester string, req wire.Redeliver
 		}
 	}
 	if err := b.flush(); err != nil {
-		return err
+		return nil, err
 	}
 	if err := b.settle(); err != nil {
-		return err
+		return nil, err
 	}
 	summary.Bundles = b.bundles
 	unservable, err := s.unservable(ctx, sel)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	summary.Unservable = unservable
 	s.shipped.Add(int64(summary.Shipped))
 	env, err := wire.NewEnvelope(wire.KindRedeliverySummary, s.Service, requester, summary)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if err := wire.Publish(ctx, s.JS, env, nil); err != nil {
-		return err
+		return nil, err
 	}
 	s.Logger.Info("redelivery: served", "request", req.RequestID, "requester", requester, "shipped", summary.Shipped,
 		"bundles", summary.Bundles, "truncated", summary.Truncated, "unservable", len(summary.Unservable),
 		"took", time.Since(start))
 	s.Metrics.RedeliveryBuilt(time.Since(start))
-	return nil
+	return env.Body, nil
 }
 
 // page reads the next n events of the selection strictly after after (nil: from the start): the

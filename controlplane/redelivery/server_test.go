@@ -1,6 +1,9 @@
 package redelivery_test
 
 import (
+	"encoding/json"
+	"reflect"
+	"sync"
 	"time"
 
 	"context"
@@ -86,14 +89,15 @@ func TestServer(t *testing.T) {
 				t.Errorf("%s = %d, want %d", c.name, c.got, c.want)
 			}
 		}
-		want := redelivery.Limits{MaxEventsPerRequest: 10000, PageSize: 500, MaxBundleEvents: 500, MaxBundleBytes: 192000, HoldLimit: time.Hour}
+		want := redelivery.Limits{MaxEventsPerRequest: 10000, PageSize: 500, MaxBundleEvents: 500, MaxBundleBytes: 192000, HoldLimit: time.Hour,
+			BackfillShare: 50}
 		if redelivery.DefaultLimits != want {
 			t.Errorf("DefaultLimits = %+v, want %+v", redelivery.DefaultLimits, want)
 		}
 		if got := redelivery.WithDefaults(redelivery.Limits{}); got != want {
 			t.Errorf("WithDefaults(zero) = %+v, want %+v", got, want)
 		}
-		if got := redelivery.WithDefaults(redelivery.Limits{PageSize: 7}); got != (redelivery.Limits{10000, 7, 500, 192000, time.Hour}) {
+		if got := redelivery.WithDefaults(redelivery.Limits{PageSize: 7}); got != (redelivery.Limits{10000, 7, 500, 192000, time.Hour, 50}) {
 			t.Errorf("WithDefaults kept %+v of a set page size 7", got)
 		}
 
@@ -299,9 +303,11 @@ func TestServer(t *testing.T) {
 	})
 
 	// Invariant 12: an origin serves a request id once. A replayed request (the same id again,
-	// even from the requester itself) is dropped and counted as replayed, never rebuilt: one
-	// replayed 300-byte request once shipped 5 000 events again each time.
-	t.Run("ServesARequestIDOnce", func(t *testing.T) {
+	// even from the requester itself) is never rebuilt: one replayed 300-byte request once
+	// shipped 5 000 events again each time. Invariant 14: the replay is answered by the summary
+	// sent for it, byte for byte the same, and nothing else (a requester whose summary was lost
+	// re-asks under the id: a backfill's stalled answer).
+	t.Run("ServesARequestIDOnceAndAnswersAReplayWithItsSummary", func(t *testing.T) {
 		t.Parallel()
 		s, b := setup(t)
 		streamOf(t, b.pool, "s", eventTypes[0], 5, 10)
@@ -312,6 +318,14 @@ func TestServer(t *testing.T) {
 		if first.summary.Shipped != 5 {
 			t.Fatalf("the first request shipped %d, want 5", first.summary.Shipped)
 		}
+		// The summary goes out just before the request is recorded served: replayed before that,
+		// it would still wait in the queue (and be dropped as a duplicate, its summary coming anyway).
+		testrun.WaitFor(t, "the first request recorded served", func() bool {
+			var served bool
+			err := b.pool.QueryRow(ctx, "select exists (select from streamseal.served_requests where request_id = $1)",
+				first.summary.RequestID).Scan(&served)
+			return err == nil && served
+		})
 		replay := req
 		replay.RequestID = first.summary.RequestID
 		env, err := wire.NewEnvelope(wire.KindRedeliveryRequest, "billing", "orders", replay)
@@ -323,12 +337,23 @@ func TestServer(t *testing.T) {
 		}
 		// A later request is served after the replay was handled (one control consumer, in order).
 		second := awaitAnswer(t, b.answers, ask(t, b, req))
-		if n := b.nats.Count(t, wire.ControlStream, wire.ControlFilters("billing")[0]); n != uint64(first.summary.Bundles+second.summary.Bundles+2) {
-			t.Fatalf("billing's inbox holds %d messages, want the two answers' %d bundles and 2 summaries: the replay was rebuilt",
+		if n := b.nats.Count(t, wire.ControlStream, wire.ControlFilters("billing")[0]); n != uint64(first.summary.Bundles+second.summary.Bundles+3) {
+			t.Fatalf("billing's inbox holds %d messages, want the two answers' %d bundles and 3 summaries (the replay's its first's again): the replay was rebuilt or not answered",
 				n, first.summary.Bundles+second.summary.Bundles)
 		}
-		if got := b.control.Seam.Dropped()[wire.DropReplayed]; got != 1 {
-			t.Fatalf("replayed drops = %d, want 1 (%v)", got, b.control.Seam.Dropped())
+		var summaries []wire.RedeliverySummary
+		envs, _ := natstest.Envelopes(t, b.answers.Messages())
+		for _, env := range envs {
+			var s wire.RedeliverySummary
+			if env.Kind == wire.KindRedeliverySummary && json.Unmarshal(env.Body, &s) == nil && s.RequestID == first.summary.RequestID {
+				summaries = append(summaries, s)
+			}
+		}
+		if len(summaries) != 2 || !reflect.DeepEqual(summaries[0], summaries[1]) {
+			t.Fatalf("summaries of the replayed request: %+v; want the first one twice", summaries)
+		}
+		if got := b.control.Seam.Dropped()[wire.DropReplayed]; got != 0 {
+			t.Fatalf("replayed drops = %d, want 0: a replay of a served request is answered by its summary (%v)", got, b.control.Seam.Dropped())
 		}
 	})
 
@@ -365,6 +390,45 @@ func TestServer(t *testing.T) {
 				if want := int64(j + 1 + 3*i); bundle.StreamID == "a" && e.Version != want {
 					t.Fatalf("bundle %d event %d is version %d, want %d", i, j, e.Version, want)
 				}
+			}
+		}
+	})
+
+	// Issue 18 (a backfill never hurts live traffic much): a backfill's (state-only) answer is
+	// paced, page by page, to BackfillShare of the wall time: between pages the build pauses
+	// (100 - share) / share times as long as the page took. A plain repair is never paced, nor
+	// a backfill at share 100. The pause is the seam (Server.Pause); nothing here waits on time.
+	t.Run("ABackfillAnswerIsPacedPageByPageARepairIsNot", func(t *testing.T) {
+		t.Parallel()
+		s, b := setup(t)
+		s.Limits = redelivery.Limits{PageSize: 2, BackfillShare: 25}
+		var mu sync.Mutex
+		var pauses []time.Duration
+		s.Pause = func(_ context.Context, d time.Duration) {
+			mu.Lock()
+			defer mu.Unlock()
+			pauses = append(pauses, d)
+		}
+		streamOf(t, b.pool, "a", eventTypes[0], 5, 10)
+		start(t, s, b)
+		from, to := seqRange(1, 1<<40)
+		repair := awaitAnswer(t, b.answers, ask(t, b, wire.RedeliveryRequest{Tenants: acme, Types: eventTypes[:1], FromSeq: from, ToSeq: to, MaxEvents: 100}))
+		mu.Lock()
+		paused := len(pauses)
+		mu.Unlock()
+		if repair.summary.Shipped != 5 || paused != 0 {
+			t.Fatalf("a plain repair shipped %d and paused %d times; want 5, never paused", repair.summary.Shipped, paused)
+		}
+		backfill := awaitAnswer(t, b.answers, ask(t, b, wire.RedeliveryRequest{Tenants: acme, Types: eventTypes[:1], MaxEvents: 100, StateOnly: true}))
+		mu.Lock()
+		defer mu.Unlock()
+		if backfill.summary.Shipped != 5 || len(pauses) != 2 {
+			t.Fatalf("a backfill of 5 events in pages of 2 shipped %d and paused %d times (%v); want 5, a pause between each two of its 3 pages",
+				backfill.summary.Shipped, len(pauses), pauses)
+		}
+		for _, d := range pauses {
+			if d <= 0 {
+				t.Fatalf("pauses %v: want each three times its page's build (share 25%%), so positive", pauses)
 			}
 		}
 	})

@@ -105,19 +105,36 @@ func RedeliveryQueueAttempt(ctx context.Context, db Querier, requestID uuid.UUID
 }
 
 // RedeliveryQueueRemove forgets a served (or given up) request and records its id as served
-// (streamseal.served_requests), so a replay of it is never rebuilt; served ids older than
-// retention are pruned in the same statement.
-func RedeliveryQueueRemove(ctx context.Context, db Querier, q QueuedRequest, retention time.Duration) error {
+// (streamseal.served_requests) with the summary sent for it (JSON; nil when none was sent: a
+// request given up), so a replay of it is never rebuilt but answered by that summary again
+// (ServedRequestSummary); served ids older than retention are pruned in the same statement.
+func RedeliveryQueueRemove(ctx context.Context, db Querier, q QueuedRequest, summary []byte, retention time.Duration) error {
 	if _, err := db.Exec(ctx, `
 		with removed as (
 		    delete from streamseal.redelivery_queue where request_id = $1),
 		recorded as (
-		    insert into streamseal.served_requests (request_id, requester) values ($1, $2)
+		    insert into streamseal.served_requests (request_id, requester, summary) values ($1, $2, $4)
 		    on conflict (request_id) do nothing)
 		delete from streamseal.served_requests
 		where served_at < now() - make_interval(secs => $3) and request_id <> $1`,
-		q.RequestID, q.Requester, retention.Seconds()); err != nil {
+		q.RequestID, q.Requester, retention.Seconds(), summary); err != nil {
 		return classify("remove served redelivery request", err)
 	}
 	return nil
+}
+
+// ServedRequestSummary returns the summary this origin sent for request id when it served it to
+// requester (streamseal.served_requests); ok is false when it served no such request to that
+// requester or sent no summary for it (given up, or served before summaries were kept).
+func ServedRequestSummary(ctx context.Context, db Querier, requestID uuid.UUID, requester string) (summary []byte, ok bool, err error) {
+	err = db.QueryRow(ctx, `
+		select summary from streamseal.served_requests
+		where request_id = $1 and requester = $2 and summary is not null`, requestID, requester).Scan(&summary)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, classify("read served request summary", err)
+	}
+	return summary, true, nil
 }

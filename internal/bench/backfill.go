@@ -5,12 +5,15 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
 
+	"github.com/streamseal/streamseal/controlplane/redelivery"
 	"github.com/streamseal/streamseal/controlplane/store"
 	"github.com/streamseal/streamseal/controlplane/wire"
 	"github.com/streamseal/streamseal/internal/harness"
@@ -54,7 +57,18 @@ func Backfill(ctx context.Context, newDB harness.NewDatabase, opts BackfillOptio
 	}
 	defer h.Close()
 	var stages backfillStages
-	orders, err := h.Start(ctx, "orders", harness.Options{Grants: map[string][]string{"billing": {"bench.a"}}}, func(s *harness.Service) {
+	// The origin's pacing of backfill answers: the run option's environment variable, so the
+	// bench can show what each share costs (unset: the default).
+	limits := redelivery.DefaultLimits
+	if v := os.Getenv("STREAMSEAL_BACKFILL_SERVE_SHARE"); v != "" {
+		share, err := strconv.Atoi(v)
+		if err != nil || share < 1 || share > 100 {
+			return r, fmt.Errorf("STREAMSEAL_BACKFILL_SERVE_SHARE %q: expected a percent in 1..100", v)
+		}
+		limits.BackfillShare = share
+	}
+	fmt.Fprintf(out, "origin serves backfill answers at most %d%% of the time (STREAMSEAL_BACKFILL_SERVE_SHARE)\n", limits.BackfillShare)
+	orders, err := h.Start(ctx, "orders", harness.Options{Grants: map[string][]string{"billing": {"bench.a"}}, Limits: limits}, func(s *harness.Service) {
 		s.Redelivery.OnBuild = stages.build
 	})
 	if err != nil {

@@ -851,3 +851,81 @@ func TestBackfill_ALostFollowUpOfAStalledAnswerIsAskedAgainUnderItsID_Invariant1
 		t.Fatalf("%d ERROR-level log records; want none", n)
 	}
 }
+
+// Invariant 14 (every request reaches an answer), issue 18: orders answers billing's broadcast
+// truncated (100 events a request) and serves billing's follow-up, but the broker loses that
+// follow-up's summary on its way to billing (its bundles arrive). The answer stalls: billing waits
+// for a summary, and re-asks the follow-up under its id after ReaskAfter; orders served that id
+// already. Before, orders dropped the re-ask as a replay (it serves a request id once), nothing
+// answered, and billing re-asked with a WARN forever. Now orders answers a replayed id with the
+// summary it sent (never rebuilding it), and the backfill completes byte-equal.
+func TestBackfill_ALostSummaryOfAServedFollowUpIsSentAgainOnItsReask_Invariant14(t *testing.T) {
+	t.Parallel()
+	h, errs := newCountingHarness(t)
+	settings := auditSettings()
+	limits := redelivery.Limits{MaxEventsPerRequest: 100}
+	var lost atomic.Value // the request id of the follow-up whose summary the broker lost
+	asked := make(chan struct{}, 1)
+	orders := start(t, h, "orders", harness.Options{Settings: settings, Grants: map[string][]string{"billing": eventTypes},
+		Limits: limits}, func(s *harness.Service) {
+		s.Control.Tap = func(_ string, data []byte) {
+			env, _, err := wire.Decode(data, wire.DefaultMaxMessageBytes)
+			if err != nil || env.Kind != wire.KindRedeliveryRequest {
+				return
+			}
+			var req wire.RedeliveryRequest
+			if json.Unmarshal(env.Body, &req) == nil && lost.Load() == req.RequestID {
+				select {
+				case asked <- struct{}{}: // the follow-up whose summary was lost is asked again
+				default:
+				}
+			}
+		}
+	})
+	billing := start(t, h, "billing", harness.Options{Settings: settings, Consumes: eventTypes[:1]}, func(s *harness.Service) {
+		quickBackfill(s)
+		s.Backfill.ReaskAfter = 2 * time.Second
+		s.Control.Lose = func(_ string, data []byte) bool {
+			env, _, err := wire.Decode(data, wire.DefaultMaxMessageBytes)
+			if err != nil || env.Kind != wire.KindRedeliverySummary {
+				return false
+			}
+			var summary wire.RedeliverySummary
+			if err := json.Unmarshal(env.Body, &summary); err != nil {
+				return false
+			}
+			var source string
+			if err := s.Pool.QueryRow(context.Background(), "select source from streamseal.sent_requests where request_id = $1",
+				summary.RequestID).Scan(&source); err != nil || source != store.SourceFollowUp {
+				return false // the broadcast's summary goes through
+			}
+			return lost.CompareAndSwap(nil, summary.RequestID) // the first follow-up's summary is lost
+		}
+	})
+	appendOrders(t, orders, 2000, 40)
+	publishAllThenForget(t, orders, 2000, true, []*harness.Service{orders, billing})
+	want := rowsOfType(t, orders.Pool, "orders", eventTypes[1])
+	if len(want) <= 2*limits.MaxEventsPerRequest {
+		t.Fatalf("orders holds %d events of %s; want more than two answers' worth", len(want), eventTypes[1])
+	}
+
+	if err := store.SubscriptionsAdd(context.Background(), billing.Pool, "", []string{eventTypes[1]}, store.AllTenants()); err != nil {
+		t.Fatal(err)
+	}
+	services := []*harness.Service{orders, billing}
+	waitFor(t, "a follow-up's summary lost and the follow-up asked again", services, func() bool {
+		select {
+		case <-asked:
+			return true
+		default:
+			return false
+		}
+	})
+	waitFor(t, "order.paid backfilled and complete after the lost summary's follow-up was asked again", services, func() bool {
+		return consumedStatus(t, billing, eventTypes[1]) == store.ConsumedComplete
+	})
+	requireSameRows(t, want, rowsOfType(t, billing.Pool, "orders", eventTypes[1]))
+	if n := errs.Load(); n != 0 {
+		t.Fatalf("%d ERROR-level log records; want none", n)
+	}
+}

@@ -42,41 +42,42 @@ declare
     last_stream text;
     last_version bigint;
     returned integer := 0;
-    found streamseal._redelivery_row[];
+    picked integer;
 begin
+    -- Each chunk's passing rows are returned straight from one statement; the chunk's size and
+    -- last key are read (a second walk of the same chunk) only when it left the page short. A
+    -- backfill of a type the lane mostly holds fills its page from the first chunk, so that is
+    -- one statement a page. (Before: the chunk materialized, its passing rows aggregated into an
+    -- array and unnested back, 12 ms a 500-event page of 400-byte payloads against 1.6 ms for the
+    -- walk itself, the origin's largest SQL cost in bench backfill.)
     loop
-        with chunk as materialized (
-            select w.* from streamseal._stream_walk(_redelivery_walk.lane, walk_stream, walk_version, chunk_size) w
-        ), picked as (
-            select c.event_id, c.origin_seq, c.type_seq, c.tenant, c.stream_id, c.stream_version, c.event_type,
-                   c.flags, c.payload, c.metadata, c.occurred_at
-            from chunk c
-            where c.origin_seq is not null
-              -- At-most-once (bit 2) only of an opted-in type; ephemeral (bit 1) not in a backfill.
-              -- Spelled as the values flags takes (bits 1, 2 and 4 only).
-              and (c.flags in (0, 1, 4, 5) or (c.flags in (2, 6) and c.event_type = any (_redelivery_walk.at_most_once_types)))
-              and not (_redelivery_walk.state_only and c.flags in (1, 5))
-              and (_redelivery_walk.tenants is null or c.tenant = any (_redelivery_walk.tenants))
-              and c.event_type = any (_redelivery_walk.event_types)
-              and (_redelivery_walk.grants_of is null or streamseal._granted(_redelivery_walk.grants_of, c.tenant, c.event_type))
-              and (_redelivery_walk.from_seq is null or c.origin_seq >= _redelivery_walk.from_seq)
-              and (_redelivery_walk.to_seq is null or c.origin_seq < _redelivery_walk.to_seq)
-              and (_redelivery_walk.type_seq_ranges is null or _redelivery_walk.type_seq_ranges @> c.type_seq)
-            order by c.stream_id, c.stream_version
-            limit _redelivery_walk.page - returned
-        )
-        select pg_catalog.array_agg(p order by p.stream_id, p.stream_version),
-               (select pg_catalog.count(*) from chunk),
-               (select k.stream_id from chunk k order by k.stream_id desc, k.stream_version desc limit 1),
-               (select k.stream_version from chunk k order by k.stream_id desc, k.stream_version desc limit 1)
-        into found, chunk_rows, last_stream, last_version
-        from picked p;
-
-        if found is not null then
-            return query select f.* from pg_catalog.unnest(found) f;
-            returned := returned + pg_catalog.cardinality(found);
-        end if;
-        exit when returned >= _redelivery_walk.page or chunk_rows < chunk_size;
+        return query
+        select c.event_id, c.origin_seq, c.type_seq, c.tenant, c.stream_id, c.stream_version, c.event_type,
+               c.flags, c.payload, c.metadata, c.occurred_at
+        from streamseal._stream_walk(_redelivery_walk.lane, walk_stream, walk_version, chunk_size) c
+        where c.origin_seq is not null
+          -- At-most-once (bit 2) only of an opted-in type; ephemeral (bit 1) not in a backfill.
+          -- Spelled as the values flags takes (bits 1, 2 and 4 only).
+          and (c.flags in (0, 1, 4, 5) or (c.flags in (2, 6) and c.event_type = any (_redelivery_walk.at_most_once_types)))
+          and not (_redelivery_walk.state_only and c.flags in (1, 5))
+          and (_redelivery_walk.tenants is null or c.tenant = any (_redelivery_walk.tenants))
+          and c.event_type = any (_redelivery_walk.event_types)
+          and (_redelivery_walk.grants_of is null or streamseal._granted(_redelivery_walk.grants_of, c.tenant, c.event_type))
+          and (_redelivery_walk.from_seq is null or c.origin_seq >= _redelivery_walk.from_seq)
+          and (_redelivery_walk.to_seq is null or c.origin_seq < _redelivery_walk.to_seq)
+          and (_redelivery_walk.type_seq_ranges is null or _redelivery_walk.type_seq_ranges @> c.type_seq)
+        order by c.stream_id, c.stream_version
+        limit _redelivery_walk.page - returned;
+        get diagnostics picked = row_count;
+        returned := returned + picked;
+        exit when returned >= _redelivery_walk.page;
+        -- Short: where did the chunk end, and was it the lane's end?
+        select pg_catalog.count(*),
+               (pg_catalog.array_agg(k.stream_id order by k.stream_id desc, k.stream_version desc))[1],
+               (pg_catalog.array_agg(k.stream_version order by k.stream_id desc, k.stream_version desc))[1]
+        into chunk_rows, last_stream, last_version
+        from streamseal._stream_walk(_redelivery_walk.lane, walk_stream, walk_version, chunk_size) k;
+        exit when chunk_rows < chunk_size;
         walk_stream := last_stream;
         walk_version := last_version;
         chunk_size := least(chunk_size * 2, 16 * _redelivery_walk.page);
