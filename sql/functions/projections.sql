@@ -262,6 +262,8 @@ set search_path = pg_catalog, pg_temp
 as $$
 begin
     perform pg_catalog.pg_advisory_xact_lock(streamseal._handler_lock_key(unregister_handler.name));
+    -- The cursors have no foreign key (migration 039): deleted here; the rest cascades.
+    delete from streamseal.projection_cursors c where c.projection = unregister_handler.name;
     delete from streamseal.handlers h where h.name = unregister_handler.name;
     return found;
 end
@@ -396,13 +398,13 @@ as $$
 $$;
 
 -- _projection_batch_fold takes, of a batch in feed order, the events a projection applies now
--- and folds them into its cursors (the caller then hands them to the handler, in the same
--- transaction): not those a rebuild already replayed (visible in their cursor's
--- rebuilt_snapshot), and not those below a version of their stream it applied already (before
--- this batch, or earlier in it): those are held (projection_held; the run rebuilds the stream in
--- version order, or the coverage audit does). The common case (every stream of the batch
--- increasing, from above its cursors) is proven and folded by one statement; a batch that fails
--- that comparison takes the event-level selection, then the fold.
+-- and folds them into its cursors (the caller hands them to the handler in the same transaction):
+-- not those a rebuild already replayed (visible in their cursor's rebuilt_snapshot), and not
+-- those below a version of their stream it applied already (before this batch, or earlier in
+-- it): those are held (projection_held; the run rebuilds the stream in version order, or the
+-- coverage audit does). The common case (every stream of the batch increasing, from above its
+-- cursors) is proven by one set-based comparison; only a batch that fails it takes the
+-- event-level selection. The fold is a statement of this function (a plan cached with it).
 create function streamseal._projection_batch_fold(h streamseal.handlers, evs streamseal.handler_event[],
                                                   out todo streamseal.handler_event[], out held integer)
 language plpgsql
@@ -412,7 +414,6 @@ as $$
 declare
     fresh streamseal.handler_event[];
     held_ids uuid[];
-    in_order boolean;
 begin
     held := 0;
     if not exists (select from streamseal.projection_cursors c
@@ -435,23 +436,21 @@ begin
         return;
     end if;
 
-    -- The common case in one statement: each stream of the batch (over all of its types) in
-    -- increasing version order, its first version above what its cursors hold (one probe per
-    -- (stream, type); the statement's one snapshot sees them as before this fold), and, only
-    -- then, the fold of the whole batch (counts and XORs as stream_digests folds them, the
-    -- highest stream_version and origin_seq). The probe and the fold's own lookup are the only
-    -- per-stream work; the batch is unnested once.
-    with b as materialized (
-        select x.origin, x.tenant, x.stream_id, x.event_type, x.event_id, x.flags, x.stream_version, x.origin_seq,
-               pg_catalog.lag(x.stream_version) over (partition by x.origin, x.tenant, x.stream_id
-                                                      order by x.ordinality) as prev
-        from pg_catalog.unnest(fresh) with ordinality x
-    ), g as (
-        select b.origin, b.tenant, b.stream_id, pg_catalog.min(b.stream_version) as first_version,
-               pg_catalog.bool_and(b.prev is null or b.stream_version > b.prev) as increasing
-        from b group by b.origin, b.tenant, b.stream_id
-    ), verdict as (
-        select coalesce(pg_catalog.bool_and(g.increasing and (t.top is null or g.first_version > t.top)), true) as ok
+    -- The common case first, cheaply: every stream of the batch in increasing version order,
+    -- from above what its cursors hold (one probe per (stream, type), no join of the batch with
+    -- them: a nested loop of 500 events by 50 streams cost more than the cursor fold).
+    if (
+        with b as (
+            select x.origin, x.tenant, x.stream_id, x.stream_version,
+                   pg_catalog.lag(x.stream_version) over (partition by x.origin, x.tenant, x.stream_id
+                                                          order by x.ordinality) as prev
+            from pg_catalog.unnest(fresh) with ordinality x
+        ), g as (
+            select b.origin, b.tenant, b.stream_id, pg_catalog.min(b.stream_version) as first_version,
+                   pg_catalog.bool_and(b.prev is null or b.stream_version > b.prev) as increasing
+            from b group by b.origin, b.tenant, b.stream_id
+        )
+        select coalesce(pg_catalog.bool_and(g.increasing and (t.top is null or g.first_version > t.top)), true)
         from g
         cross join lateral (
             select pg_catalog.max(c.stream_version) as top
@@ -465,68 +464,65 @@ begin
                 offset 0
             ) c
         ) t
-    ), folded as (
-        insert into streamseal.projection_cursors as c (projection, origin, tenant, event_type, stream_id, n, x0, x1,
-                                                        stream_version, origin_seq)
-        select (_projection_batch_fold.h).name, b.origin, b.tenant, b.event_type, b.stream_id,
-               pg_catalog.count(*) filter (where b.flags & 3 = 0),
-               coalesce(pg_catalog.bit_xor(streamseal._h0(b.event_id)) filter (where b.flags & 3 = 0), 0),
-               coalesce(pg_catalog.bit_xor(streamseal._h1(b.event_id)) filter (where b.flags & 3 = 0), 0),
-               pg_catalog.max(b.stream_version), pg_catalog.max(b.origin_seq)
-        from b
-        where (select v.ok from verdict v)
-        group by b.origin, b.tenant, b.event_type, b.stream_id
-        on conflict (projection, origin, tenant, event_type, stream_id) do update
-            set n = c.n + excluded.n, x0 = c.x0 # excluded.x0, x1 = c.x1 # excluded.x1,
-                stream_version = greatest(c.stream_version, excluded.stream_version),
-                origin_seq = greatest(c.origin_seq, excluded.origin_seq), updated_at = pg_catalog.now()
-    )
-    select v.ok into in_order from verdict v;
-    if in_order then
-        todo := fresh;
-        return;
-    end if;
-
-    -- Some stream is out of order: per event, against the highest version of its stream applied
-    -- before it (its cursors, or earlier in the batch).
-    with b as (
-        select x.event_id, x.origin, x.tenant, x.stream_id, x.event_type, x.stream_version,
-               pg_catalog.max(x.stream_version) over (partition by x.origin, x.tenant, x.stream_id order by x.ordinality
-                                                      rows between unbounded preceding and 1 preceding) as before_in_batch
-        from pg_catalog.unnest(fresh) with ordinality x
-    ), tops as (
-        -- One primary-key lookup per (stream, type): see _projection_stream_top.
-        select s.origin, s.tenant, s.stream_id, pg_catalog.max(c.stream_version) as top
-        from (select distinct b.origin, b.tenant, b.stream_id from b) s
-        cross join pg_catalog.unnest((_projection_batch_fold.h).event_types) t(event_type)
-        left join lateral (
-            select x.stream_version from streamseal.projection_cursors x
-            where x.projection = (_projection_batch_fold.h).name and x.origin = s.origin and x.tenant = s.tenant
-              and x.event_type = t.event_type and x.stream_id = s.stream_id
-            offset 0
-        ) c on true
-        group by s.origin, s.tenant, s.stream_id
-    ), late as (
-        select b.*, greatest(t.top, b.before_in_batch) as applied_version
-        from b join tops t on t.origin = b.origin and t.tenant = b.tenant and t.stream_id = b.stream_id
-        where b.stream_version < greatest(t.top, b.before_in_batch)
-    ), recorded as (
-        insert into streamseal.projection_held (projection, origin, tenant, stream_id, event_id, event_type, stream_version,
-                                                applied_version)
-        select (_projection_batch_fold.h).name, l.origin, l.tenant, l.stream_id, l.event_id, l.event_type,
-               l.stream_version, l.applied_version
-        from late l
-        on conflict do nothing
-    )
-    select pg_catalog.array_agg(l.event_id) into held_ids from late l;
-
-    if held_ids is null then
+    ) then
         todo := fresh;
     else
-        todo := array(select u from pg_catalog.unnest(fresh) u where u.event_id <> all (held_ids));
-        held := pg_catalog.cardinality(held_ids);
+        -- Some stream is out of order: per event, against the highest version of its stream
+        -- applied before it (its cursors, or earlier in the batch).
+        with b as (
+            select x.event_id, x.origin, x.tenant, x.stream_id, x.event_type, x.stream_version,
+                   pg_catalog.max(x.stream_version) over (partition by x.origin, x.tenant, x.stream_id order by x.ordinality
+                                                          rows between unbounded preceding and 1 preceding) as before_in_batch
+            from pg_catalog.unnest(fresh) with ordinality x
+        ), tops as (
+            -- One primary-key lookup per (stream, type): see _projection_stream_top.
+            select s.origin, s.tenant, s.stream_id, pg_catalog.max(c.stream_version) as top
+            from (select distinct b.origin, b.tenant, b.stream_id from b) s
+            cross join pg_catalog.unnest((_projection_batch_fold.h).event_types) t(event_type)
+            left join lateral (
+                select x.stream_version from streamseal.projection_cursors x
+                where x.projection = (_projection_batch_fold.h).name and x.origin = s.origin and x.tenant = s.tenant
+                  and x.event_type = t.event_type and x.stream_id = s.stream_id
+                offset 0
+            ) c on true
+            group by s.origin, s.tenant, s.stream_id
+        ), late as (
+            select b.*, greatest(t.top, b.before_in_batch) as applied_version
+            from b join tops t on t.origin = b.origin and t.tenant = b.tenant and t.stream_id = b.stream_id
+            where b.stream_version < greatest(t.top, b.before_in_batch)
+        ), recorded as (
+            insert into streamseal.projection_held (projection, origin, tenant, stream_id, event_id, event_type, stream_version,
+                                                    applied_version)
+            select (_projection_batch_fold.h).name, l.origin, l.tenant, l.stream_id, l.event_id, l.event_type,
+                   l.stream_version, l.applied_version
+            from late l
+            on conflict do nothing
+        )
+        select pg_catalog.array_agg(l.event_id) into held_ids from late l;
+
+        if held_ids is null then
+            todo := fresh;
+        else
+            todo := array(select u from pg_catalog.unnest(fresh) u where u.event_id <> all (held_ids));
+            held := pg_catalog.cardinality(held_ids);
+        end if;
     end if;
-    perform streamseal._projection_cursor_fold((_projection_batch_fold.h).name, todo);
+
+    -- The fold (as _projection_cursor_fold, inline: a plan cached with the function's, not
+    -- planned again each batch).
+    insert into streamseal.projection_cursors as c (projection, origin, tenant, event_type, stream_id, n, x0, x1,
+                                                    stream_version, origin_seq)
+    select (_projection_batch_fold.h).name, e.origin, e.tenant, e.event_type, e.stream_id,
+           pg_catalog.count(*) filter (where e.flags & 3 = 0),
+           coalesce(pg_catalog.bit_xor(streamseal._h0(e.event_id)) filter (where e.flags & 3 = 0), 0),
+           coalesce(pg_catalog.bit_xor(streamseal._h1(e.event_id)) filter (where e.flags & 3 = 0), 0),
+           pg_catalog.max(e.stream_version), pg_catalog.max(e.origin_seq)
+    from pg_catalog.unnest(todo) e
+    group by e.origin, e.tenant, e.event_type, e.stream_id
+    on conflict (projection, origin, tenant, event_type, stream_id) do update
+        set n = c.n + excluded.n, x0 = c.x0 # excluded.x0, x1 = c.x1 # excluded.x1,
+            stream_version = greatest(c.stream_version, excluded.stream_version),
+            origin_seq = greatest(c.origin_seq, excluded.origin_seq), updated_at = pg_catalog.now();
 end
 $$;
 
