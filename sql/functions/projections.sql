@@ -262,6 +262,8 @@ set search_path = pg_catalog, pg_temp
 as $$
 begin
     perform pg_catalog.pg_advisory_xact_lock(streamseal._handler_lock_key(unregister_handler.name));
+    -- The cursors have no foreign key (migration 039): deleted here; the rest cascades.
+    delete from streamseal.projection_cursors c where c.projection = unregister_handler.name;
     delete from streamseal.handlers h where h.name = unregister_handler.name;
     return found;
 end
@@ -372,113 +374,6 @@ begin
 end
 $$;
 
--- _projection_batch_select picks, of a batch in feed order, the events a projection applies now:
--- not those a rebuild already replayed (visible in their cursor's rebuilt_snapshot), and not
--- those below a version of their stream it applied already (before this batch, or earlier in it):
--- those are held (projection_held; the run rebuilds the stream in version order, or the coverage
--- audit does). Set-based: a probe of the cursors per (stream, type) of the batch, a window over
--- the batch.
-create function streamseal._projection_batch_select(h streamseal.handlers, evs streamseal.handler_event[],
-                                                    out todo streamseal.handler_event[], out held integer)
-language plpgsql
-volatile
-set search_path = pg_catalog, pg_temp
-as $$
-declare
-    fresh streamseal.handler_event[];
-    held_ids uuid[];
-begin
-    if not exists (select from streamseal.projection_cursors c
-                   where c.projection = (_projection_batch_select.h).name and c.rebuilt_snapshot is not null) then
-        fresh := _projection_batch_select.evs;
-    else
-        fresh := array(
-            select u from pg_catalog.unnest(_projection_batch_select.evs) u
-            where not exists (
-                select from streamseal.projection_cursors c
-                join streamseal.events x on x.event_id = u.event_id
-                where c.projection = (_projection_batch_select.h).name and c.rebuilt_snapshot is not null
-                  and c.origin = u.origin and c.tenant = u.tenant and c.event_type = u.event_type
-                  and c.stream_id = u.stream_id
-                  and (x.landed_xid is null or x.landed_xid = c.rebuilt_by
-                       or pg_catalog.pg_visible_in_snapshot(x.landed_xid, c.rebuilt_snapshot))));
-    end if;
-
-    -- The common case first, cheaply: every stream of the batch in increasing version order,
-    -- from above what its cursors hold (one probe per (stream, type), no join of the batch with
-    -- them: a nested loop of 500 events by 50 streams cost more than the cursor fold).
-    if (
-        with b as (
-            select x.origin, x.tenant, x.stream_id, x.stream_version,
-                   pg_catalog.lag(x.stream_version) over (partition by x.origin, x.tenant, x.stream_id
-                                                          order by x.ordinality) as prev
-            from pg_catalog.unnest(fresh) with ordinality x
-        ), g as (
-            select b.origin, b.tenant, b.stream_id, pg_catalog.min(b.stream_version) as first_version,
-                   pg_catalog.bool_and(b.prev is null or b.stream_version > b.prev) as increasing
-            from b group by b.origin, b.tenant, b.stream_id
-        )
-        select coalesce(pg_catalog.bool_and(g.increasing and (t.top is null or g.first_version > t.top)), true)
-        from g
-        cross join lateral (
-            select pg_catalog.max(c.stream_version) as top
-            from pg_catalog.unnest((_projection_batch_select.h).event_types) ty(event_type)
-            cross join lateral (
-                select x.stream_version from streamseal.projection_cursors x
-                where x.projection = (_projection_batch_select.h).name and x.origin = g.origin and x.tenant = g.tenant
-                  and x.event_type = ty.event_type and x.stream_id = g.stream_id
-                offset 0
-            ) c
-        ) t
-    ) then
-        todo := fresh;
-        held := 0;
-        return;
-    end if;
-
-    with b as (
-        select x.event_id, x.origin, x.tenant, x.stream_id, x.event_type, x.stream_version,
-               pg_catalog.max(x.stream_version) over (partition by x.origin, x.tenant, x.stream_id order by x.ordinality
-                                                      rows between unbounded preceding and 1 preceding) as before_in_batch
-        from pg_catalog.unnest(fresh) with ordinality x
-    ), tops as (
-        -- One primary-key lookup per (stream, type): see _projection_stream_top.
-        select s.origin, s.tenant, s.stream_id, pg_catalog.max(c.stream_version) as top
-        from (select distinct b.origin, b.tenant, b.stream_id from b) s
-        cross join pg_catalog.unnest((_projection_batch_select.h).event_types) t(event_type)
-        -- A fenced lateral probe: a lookup per key whatever the planner guesses of the table's size
-        -- (a hash join over all of a projection's cursors grows with the store).
-        left join lateral (
-            select x.stream_version from streamseal.projection_cursors x
-            where x.projection = (_projection_batch_select.h).name and x.origin = s.origin and x.tenant = s.tenant
-              and x.event_type = t.event_type and x.stream_id = s.stream_id
-            offset 0
-        ) c on true
-        group by s.origin, s.tenant, s.stream_id
-    ), late as (
-        select b.*, greatest(t.top, b.before_in_batch) as applied_version
-        from b join tops t on t.origin = b.origin and t.tenant = b.tenant and t.stream_id = b.stream_id
-        where b.stream_version < greatest(t.top, b.before_in_batch)
-    ), recorded as (
-        insert into streamseal.projection_held (projection, origin, tenant, stream_id, event_id, event_type, stream_version,
-                                                applied_version)
-        select (_projection_batch_select.h).name, l.origin, l.tenant, l.stream_id, l.event_id, l.event_type,
-               l.stream_version, l.applied_version
-        from late l
-        on conflict do nothing
-    )
-    select pg_catalog.array_agg(l.event_id) into held_ids from late l;
-
-    if held_ids is null then
-        todo := fresh;
-        held := 0;
-    else
-        todo := array(select u from pg_catalog.unnest(fresh) u where u.event_id <> all (held_ids));
-        held := pg_catalog.cardinality(held_ids);
-    end if;
-end
-$$;
-
 -- _projection_cursor_fold folds events a projection applied into its cursors (count and XORs as
 -- stream_digests folds them, the highest stream_version and origin_seq), one statement a batch.
 create function streamseal._projection_cursor_fold(name text, evs streamseal.handler_event[])
@@ -502,12 +397,142 @@ as $$
             origin_seq = greatest(c.origin_seq, excluded.origin_seq), updated_at = pg_catalog.now()
 $$;
 
+-- _projection_batch_fold takes, of a batch in feed order, the events a projection applies now
+-- and folds them into its cursors (the caller hands them to the handler in the same transaction):
+-- not those a rebuild already replayed (visible in their cursor's rebuilt_snapshot), and not
+-- those below a version of their stream it applied already (before this batch, or earlier in
+-- it): those are held (projection_held; the run rebuilds the stream in version order, or the
+-- coverage audit does). The common case (every stream of the batch increasing, from above its
+-- cursors) is proven by one set-based comparison; only a batch that fails it takes the
+-- event-level selection. The fold is a statement of this function (a plan cached with it).
+create function streamseal._projection_batch_fold(h streamseal.handlers, evs streamseal.handler_event[],
+                                                  out todo streamseal.handler_event[], out held integer)
+language plpgsql
+volatile
+set search_path = pg_catalog, pg_temp
+as $$
+declare
+    fresh streamseal.handler_event[];
+    held_ids uuid[];
+begin
+    held := 0;
+    if not exists (select from streamseal.projection_cursors c
+                   where c.projection = (_projection_batch_fold.h).name and c.rebuilt_snapshot is not null) then
+        fresh := _projection_batch_fold.evs;
+    else
+        fresh := array(
+            select u from pg_catalog.unnest(_projection_batch_fold.evs) u
+            where not exists (
+                select from streamseal.projection_cursors c
+                join streamseal.events x on x.event_id = u.event_id
+                where c.projection = (_projection_batch_fold.h).name and c.rebuilt_snapshot is not null
+                  and c.origin = u.origin and c.tenant = u.tenant and c.event_type = u.event_type
+                  and c.stream_id = u.stream_id
+                  and (x.landed_xid is null or x.landed_xid = c.rebuilt_by
+                       or pg_catalog.pg_visible_in_snapshot(x.landed_xid, c.rebuilt_snapshot))));
+    end if;
+    if pg_catalog.cardinality(fresh) = 0 then
+        todo := fresh;
+        return;
+    end if;
+
+    -- The common case first, cheaply: every stream of the batch in increasing version order,
+    -- from above what its cursors hold (one probe per (stream, type), no join of the batch with
+    -- them: a nested loop of 500 events by 50 streams cost more than the cursor fold).
+    if (
+        with b as (
+            select x.origin, x.tenant, x.stream_id, x.stream_version,
+                   pg_catalog.lag(x.stream_version) over (partition by x.origin, x.tenant, x.stream_id
+                                                          order by x.ordinality) as prev
+            from pg_catalog.unnest(fresh) with ordinality x
+        ), g as (
+            select b.origin, b.tenant, b.stream_id, pg_catalog.min(b.stream_version) as first_version,
+                   pg_catalog.bool_and(b.prev is null or b.stream_version > b.prev) as increasing
+            from b group by b.origin, b.tenant, b.stream_id
+        )
+        select coalesce(pg_catalog.bool_and(g.increasing and (t.top is null or g.first_version > t.top)), true)
+        from g
+        cross join lateral (
+            select pg_catalog.max(c.stream_version) as top
+            from pg_catalog.unnest((_projection_batch_fold.h).event_types) ty(event_type)
+            -- A fenced lateral probe: a lookup per key whatever the planner guesses of the
+            -- table's size (a join over all of a projection's cursors grows with the store).
+            cross join lateral (
+                select x.stream_version from streamseal.projection_cursors x
+                where x.projection = (_projection_batch_fold.h).name and x.origin = g.origin and x.tenant = g.tenant
+                  and x.event_type = ty.event_type and x.stream_id = g.stream_id
+                offset 0
+            ) c
+        ) t
+    ) then
+        todo := fresh;
+    else
+        -- Some stream is out of order: per event, against the highest version of its stream
+        -- applied before it (its cursors, or earlier in the batch).
+        with b as (
+            select x.event_id, x.origin, x.tenant, x.stream_id, x.event_type, x.stream_version,
+                   pg_catalog.max(x.stream_version) over (partition by x.origin, x.tenant, x.stream_id order by x.ordinality
+                                                          rows between unbounded preceding and 1 preceding) as before_in_batch
+            from pg_catalog.unnest(fresh) with ordinality x
+        ), tops as (
+            -- One primary-key lookup per (stream, type): see _projection_stream_top.
+            select s.origin, s.tenant, s.stream_id, pg_catalog.max(c.stream_version) as top
+            from (select distinct b.origin, b.tenant, b.stream_id from b) s
+            cross join pg_catalog.unnest((_projection_batch_fold.h).event_types) t(event_type)
+            left join lateral (
+                select x.stream_version from streamseal.projection_cursors x
+                where x.projection = (_projection_batch_fold.h).name and x.origin = s.origin and x.tenant = s.tenant
+                  and x.event_type = t.event_type and x.stream_id = s.stream_id
+                offset 0
+            ) c on true
+            group by s.origin, s.tenant, s.stream_id
+        ), late as (
+            select b.*, greatest(t.top, b.before_in_batch) as applied_version
+            from b join tops t on t.origin = b.origin and t.tenant = b.tenant and t.stream_id = b.stream_id
+            where b.stream_version < greatest(t.top, b.before_in_batch)
+        ), recorded as (
+            insert into streamseal.projection_held (projection, origin, tenant, stream_id, event_id, event_type, stream_version,
+                                                    applied_version)
+            select (_projection_batch_fold.h).name, l.origin, l.tenant, l.stream_id, l.event_id, l.event_type,
+                   l.stream_version, l.applied_version
+            from late l
+            on conflict do nothing
+        )
+        select pg_catalog.array_agg(l.event_id) into held_ids from late l;
+
+        if held_ids is null then
+            todo := fresh;
+        else
+            todo := array(select u from pg_catalog.unnest(fresh) u where u.event_id <> all (held_ids));
+            held := pg_catalog.cardinality(held_ids);
+        end if;
+    end if;
+
+    -- The fold (as _projection_cursor_fold, inline: a plan cached with the function's, not
+    -- planned again each batch).
+    insert into streamseal.projection_cursors as c (projection, origin, tenant, event_type, stream_id, n, x0, x1,
+                                                    stream_version, origin_seq)
+    select (_projection_batch_fold.h).name, e.origin, e.tenant, e.event_type, e.stream_id,
+           pg_catalog.count(*) filter (where e.flags & 3 = 0),
+           coalesce(pg_catalog.bit_xor(streamseal._h0(e.event_id)) filter (where e.flags & 3 = 0), 0),
+           coalesce(pg_catalog.bit_xor(streamseal._h1(e.event_id)) filter (where e.flags & 3 = 0), 0),
+           pg_catalog.max(e.stream_version), pg_catalog.max(e.origin_seq)
+    from pg_catalog.unnest(todo) e
+    group by e.origin, e.tenant, e.event_type, e.stream_id
+    on conflict (projection, origin, tenant, event_type, stream_id) do update
+        set n = c.n + excluded.n, x0 = c.x0 # excluded.x0, x1 = c.x1 # excluded.x1,
+            stream_version = greatest(c.stream_version, excluded.stream_version),
+            origin_seq = greatest(c.origin_seq, excluded.origin_seq), updated_at = pg_catalog.now();
+end
+$$;
+
+
 -- _handler_apply_batch applies a batch of events to a handler in one pass: the handler is called
--- once per event, in order, by one dynamic statement (a plan per batch, not per event), and a
--- projection's cursors are folded by one set-based statement. A reactor skips state-only events;
--- a projection skips events a rebuild already replayed and holds events below a version of their
--- stream it applied (_projection_batch_select). The caller runs it in a subtransaction and falls
--- back to event by event (_handler_apply) when the handler raises.
+-- once per event, in order, by one dynamic statement (a plan per batch, not per event). A reactor
+-- skips state-only events; a projection skips events a rebuild already replayed, holds events
+-- below a version of their stream it applied, and folds its cursors with what it applies, before
+-- the calls, in the same transaction (_projection_batch_fold). The caller runs it in a
+-- subtransaction and falls back to event by event (_handler_apply) when the handler raises.
 create function streamseal._handler_apply_batch(h streamseal.handlers, evs streamseal.handler_event[],
                                                 out applied integer, out skipped integer, out held integer)
 language plpgsql
@@ -522,7 +547,7 @@ begin
         todo := array(select u from pg_catalog.unnest(_handler_apply_batch.evs) u where u.flags & 4 = 0);
         skipped := pg_catalog.cardinality(_handler_apply_batch.evs) - pg_catalog.cardinality(todo);
     else
-        select b.todo, b.held into todo, held from streamseal._projection_batch_select(_handler_apply_batch.h, _handler_apply_batch.evs) b;
+        select b.todo, b.held into todo, held from streamseal._projection_batch_fold(_handler_apply_batch.h, _handler_apply_batch.evs) b;
         skipped := 0;
     end if;
     applied := pg_catalog.cardinality(todo);
@@ -533,9 +558,6 @@ begin
     -- order (a subscript walk would cost O(n) per element of a varlena array).
     execute pg_catalog.format('select pg_catalog.count(*) from (select %s(u) from pg_catalog.unnest($1) u) calls',
         (_handler_apply_batch.h).handler) using todo;
-    if (_handler_apply_batch.h).kind = 'projection' then
-        perform streamseal._projection_cursor_fold((_handler_apply_batch.h).name, todo);
-    end if;
 end
 $$;
 
@@ -613,8 +635,7 @@ begin
             from rows from (pg_catalog.unnest(feed_handler_advance.event_ids), pg_catalog.unnest(feed_handler_advance.origin_seqs)) with ordinality u(event_id, origin_seq, i)
             join streamseal.events e on e.event_id = u.event_id
             order by u.i);
-        select b.todo into todo from streamseal._projection_batch_select(h, evs) b;
-        perform streamseal._projection_cursor_fold(h.name, todo);
+        select b.todo into todo from streamseal._projection_batch_fold(h, evs) b;
         n_applied := pg_catalog.cardinality(todo);
         return query select u.event_id from pg_catalog.unnest(feed_handler_advance.event_ids) u(event_id)
                      except select t.event_id from pg_catalog.unnest(todo) t;
