@@ -285,15 +285,7 @@ func TestRelay(t *testing.T) {
 			t.Fatal(err)
 		}
 		b.published.await(t, 10)
-		msgs := b.nats.Record(t, wire.EventsStream, ownSubjects).AwaitCount(t, "the 10 events", 10)
-		for i, m := range msgs {
-			if seq := m.Header.Get("Streamseal-Origin-Seq"); seq != strconv.Itoa(i+1) {
-				t.Fatalf("message %d carries origin_seq %s, want %d", i, seq, i+1)
-			}
-		}
-		if n := b.nats.Count(t, wire.EventsStream, ownSubjects); n != 10 {
-			t.Fatalf("the stream holds %d events, want 10", n)
-		}
+		wireCarriesInOrder(t, b.nats, 10)
 	})
 
 	// Invariant 7's wire order across a broker outage that ends in the middle of a round: the
@@ -314,15 +306,7 @@ func TestRelay(t *testing.T) {
 		testrun.Go(t, "relay", r.Run)
 
 		b.published.await(t, 10)
-		msgs := b.nats.Record(t, wire.EventsStream, ownSubjects).AwaitCount(t, "the 10 events", 10)
-		for i, m := range msgs {
-			if seq := m.Header.Get("Streamseal-Origin-Seq"); seq != strconv.Itoa(i+1) {
-				t.Fatalf("message %d carries origin_seq %s, want %d", i, seq, i+1)
-			}
-		}
-		if n := b.nats.Count(t, wire.EventsStream, ownSubjects); n != 10 {
-			t.Fatalf("the stream holds %d events, want 10", n)
-		}
+		wireCarriesInOrder(t, b.nats, 10)
 	})
 
 	// Invariant 13: a publish nobody acknowledges does not wedge the relay. With the events stream
@@ -713,4 +697,19 @@ func (s *atPublish) PublishMsg(ctx context.Context, m *nats.Msg, opts ...jetstre
 		return nil, err
 	}
 	return s.JetStream.PublishMsg(ctx, m, opts...)
+}
+
+// wireCarriesInOrder fails t unless the events stream holds the service's origin_seqs 1..n once
+// each, in that order.
+func wireCarriesInOrder(t *testing.T, srv *natstest.Server, n int) {
+	t.Helper()
+	msgs := srv.Record(t, wire.EventsStream, ownSubjects).AwaitCount(t, fmt.Sprintf("the %d events", n), n)
+	for i, m := range msgs {
+		if seq := m.Header.Get("Streamseal-Origin-Seq"); seq != strconv.Itoa(i+1) {
+			t.Fatalf("message %d carries origin_seq %s, want %d", i, seq, i+1)
+		}
+	}
+	if got := srv.Count(t, wire.EventsStream, ownSubjects); got != uint64(n) {
+		t.Fatalf("the stream holds %d events, want %d", got, n)
+	}
 }
