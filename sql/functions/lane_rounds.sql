@@ -23,6 +23,27 @@
 -- checked. One probe of checkpoint_inbox_by_lane. Rows recorded before migration 040 name no
 -- lane and hold nothing.
 
+-- _lane_rounds_hold: how long a pair whose lane was born above its round's window is held (the
+-- born-above rule, below), measured from when the store first saw it held. It is the longest the
+-- broker can still deliver the pair's earlier checkpoint R1 after R1 was first delivered, which
+-- happened before the later checkpoint that births the lane above was delivered (one lane's
+-- checkpoints share a subject and a durable: first deliveries follow the stream's order), hence
+-- before the pair was held. The inbox's consumers (controlplane/inbox) allow MaxDeliver = 10
+-- deliveries (wire.MaxDeliverDefault) with AckWait = 1 minute; after a failed delivery n the
+-- inbox naks with wire.RetryDelay(1 s, n) = 1, 2, 4, 8, 16, 32, 60, 60, 60 s (n = 1..9). A
+-- delivery is held at most AckWait before the broker redelivers (a fetch never answered, a
+-- replica that died), or handled within it and nak'd with the delay: the gap after delivery n is
+-- at most AckWait + RetryDelay(n). Nine gaps: 9 x 60 + 243 = 783 s; the tenth delivery's own
+-- handling, at most AckWait more: 843 s. Rounded up to 15 minutes (900 s). Immutable: folded
+-- into each plan, never a call per pair.
+create function streamseal._lane_rounds_hold()
+returns interval
+language sql
+immutable
+parallel safe
+set search_path = pg_catalog, pg_temp
+as $$ select interval '15 minutes' $$;
+
 -- _lane_rounds_advance moves origin's mark over the recorded rounds that account for it: a
 -- round whose window starts at or below the mark, all of whose parts were recorded and none of
 -- whose listed pairs still waits for its lane (a waiting pair this store no longer subscribes to
@@ -51,6 +72,8 @@ begin
     using streamseal.lanes l
     where p.origin = _lane_rounds_advance.origin and p.held
       and l.origin = p.origin and l.tenant = p.tenant and l.event_type = p.event_type
+      and not (l.birth_floor >= p.last_type_seq  -- the born-above rule
+               and coalesce(p.held_since, '-infinity') > pg_catalog.now() - streamseal._lane_rounds_hold())
       and not exists (select from streamseal.checkpoint_inbox c  -- the pending rule
                       where c.origin = p.origin and c.event_type = p.event_type and c.tenant = p.tenant
                         and c.first_type_seq <= least(p.last_type_seq, l.birth_floor));
@@ -95,12 +118,14 @@ begin
     perform from streamseal.known_origins k where k.origin = _lane_rounds_clear.origin for no key update;
     with announced as materialized (
         select w.origin, w.round_at, w.tenant, w.event_type, w.held,
-               exists (select from streamseal.checkpoint_inbox c  -- the pending rule
-                       where c.origin = w.origin and c.event_type = w.event_type and c.tenant = w.tenant
-                         and c.first_type_seq <= least(w.last_type_seq, l.birth_floor)) as pending
+               (l.birth_floor >= w.last_type_seq  -- the born-above rule
+                and coalesce(w.held_since, pg_catalog.now()) > pg_catalog.now() - streamseal._lane_rounds_hold())
+               or exists (select from streamseal.checkpoint_inbox c  -- the pending rule
+                          where c.origin = w.origin and c.event_type = w.event_type and c.tenant = w.tenant
+                            and c.first_type_seq <= least(w.last_type_seq, l.birth_floor)) as pending
         from pg_catalog.unnest(_lane_rounds_clear.tenants) t(tenant)
         cross join lateral (
-            select x.origin, x.round_at, x.tenant, x.event_type, x.last_type_seq, x.held
+            select x.origin, x.round_at, x.tenant, x.event_type, x.last_type_seq, x.held, x.held_since
             from streamseal.lane_round_pairs x
             where x.origin = _lane_rounds_clear.origin and x.event_type = _lane_rounds_clear.event_type
               and x.tenant = t.tenant
@@ -112,7 +137,7 @@ begin
          and l.last_type_seq >= w.last_type_seq
     ), held as (
         update streamseal.lane_round_pairs p
-        set held = true
+        set held = true, held_since = pg_catalog.now()
         from announced a
         where a.pending and not a.held
           and (p.origin, p.round_at, p.tenant, p.event_type) = (a.origin, a.round_at, a.tenant, a.event_type)
@@ -213,9 +238,9 @@ begin
             using errcode = '22023';
     end if;
 
-    insert into streamseal.lane_round_pairs as p (origin, round_at, tenant, event_type, last_type_seq, held)
+    insert into streamseal.lane_round_pairs as p (origin, round_at, tenant, event_type, last_type_seq, held, held_since)
     select record_lane_round.origin, record_lane_round.round_at, u.tenant, u.event_type, u.last,
-           l.last_type_seq is not null
+           l.last_type_seq is not null, case when l.last_type_seq is not null then pg_catalog.now() end
     from (select v.tenant, v.event_type, pg_catalog.max(v.last) as last
           from rows from (pg_catalog.unnest(record_lane_round.tenants), pg_catalog.unnest(record_lane_round.event_types),
                           pg_catalog.unnest(record_lane_round.last_type_seqs)) v(tenant, event_type, last)
@@ -225,12 +250,15 @@ begin
       on l.origin = record_lane_round.origin and l.tenant = u.tenant and l.event_type = u.event_type
      and l.last_type_seq >= u.last
     where l.last_type_seq is null
+       or l.birth_floor >= u.last  -- the born-above rule (held from now)
        or exists (select from streamseal.checkpoint_inbox c  -- the pending rule
                   where c.origin = record_lane_round.origin and c.event_type = u.event_type and c.tenant = u.tenant
                     and c.first_type_seq <= least(u.last, l.birth_floor))
     on conflict on constraint lane_round_pairs_pkey do update
         set last_type_seq = greatest(p.last_type_seq, excluded.last_type_seq),
-            held = case when excluded.last_type_seq >= p.last_type_seq then excluded.held else p.held end;
+            held = case when excluded.last_type_seq >= p.last_type_seq then excluded.held else p.held end,
+            held_since = case when excluded.last_type_seq < p.last_type_seq then p.held_since
+                              when excluded.held then coalesce(p.held_since, excluded.held_since) end;
 
     return streamseal._lane_rounds_advance(record_lane_round.origin);
 end
