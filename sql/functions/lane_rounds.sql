@@ -11,9 +11,19 @@
 -- the mark must not pass them while their checkpoint is known to be coming (issue 17, migration
 -- 040). Such a pair is held: when the checkpoint is verified (the birth lowers) or leaves the
 -- inbox unverified (refused, given up, superseded), the next verification of the lane or the
--- next beat of the origin (_lane_rounds_advance) lets it go. A checkpoint this store never
--- received (expired from the broker, of a type subscribed later) holds nothing: the store cannot
--- tell it from one that will never come, and waiting for it would stall the mark forever.
+-- next beat of the origin (_lane_rounds_advance) lets it go, unless the born-above rule holds it.
+--
+-- The born-above rule (migration 042): a pair whose lane was announced that far but born at or
+-- above the pair's last (birth_floor >= last: a later checkpoint birthed the lane, and no
+-- checkpoint verified here checked the pair's window) is held too, though the store holds no
+-- trace of the earlier checkpoint (its recording failed and the broker redelivers it; a replica
+-- fetched it and has not committed its record), until the birth lowers or _lane_rounds_hold()
+-- has passed since the store first saw it held (lane_round_pairs.held_since, this database's
+-- now()); then the next beat or verification of the origin lets it go. A checkpoint that will
+-- never come (expired from the broker, of a type subscribed later, given up) thus costs a bounded
+-- delay of certification, never a stall. A lane born by the round itself (birth_floor < last,
+-- the normal case) never waits. Written inline like the pending rule (no probe: the lane row is
+-- already joined); the hold is immutable, folded into each plan.
 
 -- The pending rule, written inline where it is tested (a call of a SQL function with its own
 -- search_path is not inlined: 21 us a pair against 1.5 us inline, and a round lists up to 50 000
@@ -49,8 +59,10 @@ as $$ select interval '15 minutes' $$;
 -- whose listed pairs still waits for its lane (a waiting pair this store no longer subscribes to
 -- does not count: it will never be verified). Then it forgets the rounds the mark passed. The
 -- mark only rises. Returns it (null: no listed round ever recorded). First it lets go of the
--- origin's held pairs whose waiting checkpoint is gone (verified, refused, given up, superseded),
--- so a checkpoint that left the inbox unverified holds the mark until the next beat at most.
+-- origin's held pairs whose waiting checkpoint is gone (verified, refused, given up, superseded)
+-- and whose lane's birth lowered below their last or whose hold expired (the born-above rule),
+-- so a checkpoint that left the inbox unverified holds the mark until the next beat at most, and
+-- one never received until the first beat after the hold.
 -- Cost: a probe of the held pairs' index (none, the usual case), and a key probe per round at the
 -- mark (the first waiting pair found ends it). Callers hold the origin's known_origins row
 -- (record_lane_round, _lane_rounds_clear).
@@ -99,8 +111,9 @@ $$;
 -- _lane_rounds_clear is verify_checkpoint's part: the waiting pairs of the lanes one checkpoint
 -- message verified (origin, event_type, tenants) leave when their lane is now announced as far
 -- as their round listed, by key (lane_round_pairs_by_lane), unless a checkpoint of the lane still
--- waiting in the inbox would lower its birth at or below their last: those stay, held (the
--- pending rule); when any left, the mark moves over what that accounts for. GUARD: it holds the
+-- waiting in the inbox would lower its birth at or below their last, or their lane was born at
+-- or above their last within the hold: those stay, held (the pending and born-above rules;
+-- held_since is set when a pair is first held); when any left, the mark moves over what that accounts for. GUARD: it holds the
 -- origin's known_origins row first, as record_lane_round does, so a round recorded while this
 -- verification ran is either seen here (recorded first: its pairs are cleared) or sees this
 -- verification's lanes (recorded after: it records no pair they cover); no pair is left waiting
@@ -160,7 +173,8 @@ $$;
 -- (tenant, event_type) pairs the round checkpointed and the last type_seq each reached. Pairs
 -- this store does not subscribe to are set aside; so are pairs whose lane was already announced
 -- that far, unless a checkpoint of the lane waiting in the inbox would lower its birth at or
--- below the pair's last (recorded held: the pending rule). The first listed round recorded for
+-- below the pair's last, or the lane was born at or above it (recorded held from now: the
+-- pending and born-above rules). The first listed round recorded for
 -- an origin starts its mark at window_from (what lies below came from beats that listed nothing:
 -- an older binary, documented in the README).
 -- Returns the origin's mark after the call. The verifier calls it for every beat part, after
