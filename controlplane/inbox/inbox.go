@@ -183,6 +183,16 @@ const verifyPoll = time.Second
 // ReconcileInterval is zero.
 const ReconcileIntervalDefault = 5 * time.Second
 
+// The inbox consumers' redelivery policy: a delivery not acknowledged within ConsumerAckWait is
+// redelivered; a failed one is nak'd with wire.RetryDelay(RetryBase, n) after delivery n. With
+// MaxDeliver they bound how long the broker can still deliver a message after its first
+// delivery (streamseal._lane_rounds_hold, lane_rounds.sql, is derived from them:
+// TestLaneRoundsHoldCoversTheRedeliveryHorizon).
+const (
+	ConsumerAckWait = time.Minute
+	RetryBase       = time.Second
+)
+
 // Run consumes until ctx ends. It re-reads the subscriptions every ReconcileInterval, so a
 // subscription added (or removed) at run time gets (or loses) its durable consumer without a
 // restart; a removed subscription's durable is left on the broker (its position is kept for a
@@ -237,7 +247,7 @@ func (in *Inbox) Run(ctx context.Context) error {
 				Durable:       wire.InboxDurable(in.Service, filter),
 				FilterSubject: filter,
 				AckPolicy:     jetstream.AckExplicitPolicy,
-				AckWait:       time.Minute,
+				AckWait:       ConsumerAckWait,
 				MaxAckPending: in.Batch * 4,
 				MaxDeliver:    in.MaxDeliver,
 				DeliverPolicy: jetstream.DeliverAllPolicy,
@@ -648,12 +658,12 @@ func (in *Inbox) retryOrGiveUp(ctx context.Context, m jetstream.Msg, cause error
 		delivered = meta.NumDelivered
 	}
 	if delivered < uint64(in.MaxDeliver) {
-		_ = m.NakWithDelay(wire.RetryDelay(time.Second, delivered))
+		_ = m.NakWithDelay(wire.RetryDelay(RetryBase, delivered))
 		return
 	}
 	if err := in.reject(ctx, m, nil, fmt.Sprintf("given up after %d deliveries: %v", delivered, cause)); err != nil {
 		in.Logger.Error("inbox: could not record a dead message; it will be redelivered", "subject", m.Subject(), "err", err)
-		_ = m.NakWithDelay(wire.RetryDelay(time.Second, delivered))
+		_ = m.NakWithDelay(wire.RetryDelay(RetryBase, delivered))
 		return
 	}
 	in.Metrics.DeadMessage("inbox", "max_deliver")

@@ -1079,3 +1079,27 @@ func TestCheckpointInboxRefusesWhatNothingSupersedes(t *testing.T) {
 		t.Fatalf("inbox_reject_counts holds %d checkpoint-inbox-full rejects; want %d", rejected, lanes-maxWaiting)
 	}
 }
+
+// Invariant 15 (a token never allows a skip): a pair whose lane was born above its round's window
+// holds the lane-set mark for streamseal._lane_rounds_hold, which must cover the longest the
+// broker can still deliver the pair's earlier checkpoint after its first delivery: MaxDeliver
+// deliveries, each held at most ConsumerAckWait before it is redelivered or nak'd with
+// wire.RetryDelay(RetryBase, n), the last one handled within ConsumerAckWait too.
+func TestLaneRoundsHoldCoversTheRedeliveryHorizon(t *testing.T) {
+	t.Parallel()
+	var horizon time.Duration
+	for n := uint64(1); n < wire.MaxDeliverDefault; n++ {
+		horizon += inbox.ConsumerAckWait + wire.RetryDelay(inbox.RetryBase, n)
+	}
+	horizon += inbox.ConsumerAckWait
+	if horizon != 843*time.Second {
+		t.Errorf("redelivery horizon = %v, want 843s as lane_rounds.sql's arithmetic says: update it and _lane_rounds_hold", horizon)
+	}
+	hold, err := store.LaneRoundsHold(context.Background(), dbtest.NewPool(t, "holder"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if hold < horizon {
+		t.Fatalf("_lane_rounds_hold = %v, shorter than the broker's redelivery horizon %v: a late checkpoint could be skipped", hold, horizon)
+	}
+}

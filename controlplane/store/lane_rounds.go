@@ -37,3 +37,15 @@ func LaneRoundRecord(ctx context.Context, db Querier, r LaneRound) (int64, error
 	}
 	return mark, nil
 }
+
+// LaneRoundsHold is how long a listed pair whose lane was born above its round's window holds
+// the mark (streamseal._lane_rounds_hold): the longest the broker can still deliver the pair's
+// earlier checkpoint.
+func LaneRoundsHold(ctx context.Context, db Querier) (time.Duration, error) {
+	var micros int64
+	err := db.QueryRow(ctx, `select (extract(epoch from streamseal._lane_rounds_hold()) * 1000000)::bigint`).Scan(&micros)
+	if err != nil {
+		return 0, classify("read the lane-set mark's hold", err)
+	}
+	return time.Duration(micros) * time.Microsecond, nil
+}

@@ -11,9 +11,19 @@
 -- the mark must not pass them while their checkpoint is known to be coming (issue 17, migration
 -- 040). Such a pair is held: when the checkpoint is verified (the birth lowers) or leaves the
 -- inbox unverified (refused, given up, superseded), the next verification of the lane or the
--- next beat of the origin (_lane_rounds_advance) lets it go. A checkpoint this store never
--- received (expired from the broker, of a type subscribed later) holds nothing: the store cannot
--- tell it from one that will never come, and waiting for it would stall the mark forever.
+-- next beat of the origin (_lane_rounds_advance) lets it go, unless the born-above rule holds it.
+--
+-- The born-above rule (migration 042): a pair whose lane was announced that far but born at or
+-- above the pair's last (birth_floor >= last: a later checkpoint birthed the lane, and no
+-- checkpoint verified here checked the pair's window) is held too, though the store holds no
+-- trace of the earlier checkpoint (its recording failed and the broker redelivers it; a replica
+-- fetched it and has not committed its record), until the birth lowers or _lane_rounds_hold()
+-- has passed since the store first saw it held (lane_round_pairs.held_since, this database's
+-- now()); then the next beat or verification of the origin lets it go. A checkpoint that will
+-- never come (expired from the broker, of a type subscribed later, given up) thus costs a bounded
+-- delay of certification, never a stall. A lane born by the round itself (birth_floor < last,
+-- the normal case) never waits. Written inline like the pending rule (no probe: the lane row is
+-- already joined); the hold is immutable, folded into each plan.
 
 -- The pending rule, written inline where it is tested (a call of a SQL function with its own
 -- search_path is not inlined: 21 us a pair against 1.5 us inline, and a round lists up to 50 000
@@ -23,13 +33,36 @@
 -- checked. One probe of checkpoint_inbox_by_lane. Rows recorded before migration 040 name no
 -- lane and hold nothing.
 
+-- _lane_rounds_hold: how long a pair whose lane was born above its round's window is held (the
+-- born-above rule, below), measured from when the store first saw it held. It is the longest the
+-- broker can still deliver the pair's earlier checkpoint R1 after R1 was first delivered, which
+-- happened before the later checkpoint that births the lane above was delivered (one lane's
+-- checkpoints share a subject and a durable: first deliveries follow the stream's order), hence
+-- before the pair was held. The inbox's consumers (controlplane/inbox) allow MaxDeliver = 10
+-- deliveries (wire.MaxDeliverDefault) with AckWait = 1 minute; after a failed delivery n the
+-- inbox naks with wire.RetryDelay(1 s, n) = 1, 2, 4, 8, 16, 32, 60, 60, 60 s (n = 1..9). A
+-- delivery is held at most AckWait before the broker redelivers (a fetch never answered, a
+-- replica that died), or handled within it and nak'd with the delay: the gap after delivery n is
+-- at most AckWait + RetryDelay(n). Nine gaps: 9 x 60 + 243 = 783 s; the tenth delivery's own
+-- handling, at most AckWait more: 843 s. Rounded up to 15 minutes (900 s). Immutable: folded
+-- into each plan, never a call per pair.
+create function streamseal._lane_rounds_hold()
+returns interval
+language sql
+immutable
+parallel safe
+set search_path = pg_catalog, pg_temp
+as $$ select interval '15 minutes' $$;
+
 -- _lane_rounds_advance moves origin's mark over the recorded rounds that account for it: a
 -- round whose window starts at or below the mark, all of whose parts were recorded and none of
 -- whose listed pairs still waits for its lane (a waiting pair this store no longer subscribes to
 -- does not count: it will never be verified). Then it forgets the rounds the mark passed. The
 -- mark only rises. Returns it (null: no listed round ever recorded). First it lets go of the
--- origin's held pairs whose waiting checkpoint is gone (verified, refused, given up, superseded),
--- so a checkpoint that left the inbox unverified holds the mark until the next beat at most.
+-- origin's held pairs whose waiting checkpoint is gone (verified, refused, given up, superseded)
+-- and whose lane's birth lowered below their last or whose hold expired (the born-above rule),
+-- so a checkpoint that left the inbox unverified holds the mark until the next beat at most, and
+-- one never received until the first beat after the hold.
 -- Cost: a probe of the held pairs' index (none, the usual case), and a key probe per round at the
 -- mark (the first waiting pair found ends it). Callers hold the origin's known_origins row
 -- (record_lane_round, _lane_rounds_clear).
@@ -51,6 +84,8 @@ begin
     using streamseal.lanes l
     where p.origin = _lane_rounds_advance.origin and p.held
       and l.origin = p.origin and l.tenant = p.tenant and l.event_type = p.event_type
+      and not (l.birth_floor >= p.last_type_seq  -- the born-above rule
+               and coalesce(p.held_since, '-infinity') > pg_catalog.now() - streamseal._lane_rounds_hold())
       and not exists (select from streamseal.checkpoint_inbox c  -- the pending rule
                       where c.origin = p.origin and c.event_type = p.event_type and c.tenant = p.tenant
                         and c.first_type_seq <= least(p.last_type_seq, l.birth_floor));
@@ -76,8 +111,9 @@ $$;
 -- _lane_rounds_clear is verify_checkpoint's part: the waiting pairs of the lanes one checkpoint
 -- message verified (origin, event_type, tenants) leave when their lane is now announced as far
 -- as their round listed, by key (lane_round_pairs_by_lane), unless a checkpoint of the lane still
--- waiting in the inbox would lower its birth at or below their last: those stay, held (the
--- pending rule); when any left, the mark moves over what that accounts for. GUARD: it holds the
+-- waiting in the inbox would lower its birth at or below their last, or their lane was born at
+-- or above their last within the hold: those stay, held (the pending and born-above rules;
+-- held_since is set when a pair is first held); when any left, the mark moves over what that accounts for. GUARD: it holds the
 -- origin's known_origins row first, as record_lane_round does, so a round recorded while this
 -- verification ran is either seen here (recorded first: its pairs are cleared) or sees this
 -- verification's lanes (recorded after: it records no pair they cover); no pair is left waiting
@@ -95,12 +131,14 @@ begin
     perform from streamseal.known_origins k where k.origin = _lane_rounds_clear.origin for no key update;
     with announced as materialized (
         select w.origin, w.round_at, w.tenant, w.event_type, w.held,
-               exists (select from streamseal.checkpoint_inbox c  -- the pending rule
-                       where c.origin = w.origin and c.event_type = w.event_type and c.tenant = w.tenant
-                         and c.first_type_seq <= least(w.last_type_seq, l.birth_floor)) as pending
+               (l.birth_floor >= w.last_type_seq  -- the born-above rule
+                and coalesce(w.held_since, pg_catalog.now()) > pg_catalog.now() - streamseal._lane_rounds_hold())
+               or exists (select from streamseal.checkpoint_inbox c  -- the pending rule
+                          where c.origin = w.origin and c.event_type = w.event_type and c.tenant = w.tenant
+                            and c.first_type_seq <= least(w.last_type_seq, l.birth_floor)) as pending
         from pg_catalog.unnest(_lane_rounds_clear.tenants) t(tenant)
         cross join lateral (
-            select x.origin, x.round_at, x.tenant, x.event_type, x.last_type_seq, x.held
+            select x.origin, x.round_at, x.tenant, x.event_type, x.last_type_seq, x.held, x.held_since
             from streamseal.lane_round_pairs x
             where x.origin = _lane_rounds_clear.origin and x.event_type = _lane_rounds_clear.event_type
               and x.tenant = t.tenant
@@ -112,7 +150,7 @@ begin
          and l.last_type_seq >= w.last_type_seq
     ), held as (
         update streamseal.lane_round_pairs p
-        set held = true
+        set held = true, held_since = pg_catalog.now()
         from announced a
         where a.pending and not a.held
           and (p.origin, p.round_at, p.tenant, p.event_type) = (a.origin, a.round_at, a.tenant, a.event_type)
@@ -135,7 +173,8 @@ $$;
 -- (tenant, event_type) pairs the round checkpointed and the last type_seq each reached. Pairs
 -- this store does not subscribe to are set aside; so are pairs whose lane was already announced
 -- that far, unless a checkpoint of the lane waiting in the inbox would lower its birth at or
--- below the pair's last (recorded held: the pending rule). The first listed round recorded for
+-- below the pair's last, or the lane was born at or above it (recorded held from now: the
+-- pending and born-above rules). The first listed round recorded for
 -- an origin starts its mark at window_from (what lies below came from beats that listed nothing:
 -- an older binary, documented in the README).
 -- Returns the origin's mark after the call. The verifier calls it for every beat part, after
@@ -213,9 +252,9 @@ begin
             using errcode = '22023';
     end if;
 
-    insert into streamseal.lane_round_pairs as p (origin, round_at, tenant, event_type, last_type_seq, held)
+    insert into streamseal.lane_round_pairs as p (origin, round_at, tenant, event_type, last_type_seq, held, held_since)
     select record_lane_round.origin, record_lane_round.round_at, u.tenant, u.event_type, u.last,
-           l.last_type_seq is not null
+           l.last_type_seq is not null, case when l.last_type_seq is not null then pg_catalog.now() end
     from (select v.tenant, v.event_type, pg_catalog.max(v.last) as last
           from rows from (pg_catalog.unnest(record_lane_round.tenants), pg_catalog.unnest(record_lane_round.event_types),
                           pg_catalog.unnest(record_lane_round.last_type_seqs)) v(tenant, event_type, last)
@@ -225,12 +264,15 @@ begin
       on l.origin = record_lane_round.origin and l.tenant = u.tenant and l.event_type = u.event_type
      and l.last_type_seq >= u.last
     where l.last_type_seq is null
+       or l.birth_floor >= u.last  -- the born-above rule (held from now)
        or exists (select from streamseal.checkpoint_inbox c  -- the pending rule
                   where c.origin = record_lane_round.origin and c.event_type = u.event_type and c.tenant = u.tenant
                     and c.first_type_seq <= least(u.last, l.birth_floor))
     on conflict on constraint lane_round_pairs_pkey do update
         set last_type_seq = greatest(p.last_type_seq, excluded.last_type_seq),
-            held = case when excluded.last_type_seq >= p.last_type_seq then excluded.held else p.held end;
+            held = case when excluded.last_type_seq >= p.last_type_seq then excluded.held else p.held end,
+            held_since = case when excluded.last_type_seq < p.last_type_seq then p.held_since
+                              when excluded.held then coalesce(p.held_since, excluded.held_since) end;
 
     return streamseal._lane_rounds_advance(record_lane_round.origin);
 end
