@@ -42,7 +42,7 @@ select results_eq(
 select is(streamseal.reap_ephemeral(interval '1 hour'), 1::bigint,
           'the reaper removes only 1: 2..6 are held, and 5, 6 lie beyond the checkpoint anyway');
 select results_eq(
-    $$ select event_id from streamseal.events order by origin_seq $$,
+    $$ select event_id from streamseal.events order by event_id $$,
     $$ values (streamseal_test.uid(2)), (streamseal_test.uid(3)), (streamseal_test.uid(4)), (streamseal_test.uid(5)),
               (streamseal_test.uid(6)), (streamseal_test.uid(7)) $$,
     'the held events outlive the reaper');
