@@ -60,6 +60,7 @@ returns void
 language plpgsql
 immutable
 set search_path = pg_catalog, pg_temp
+set plan_cache_mode = auto
 as $$
 begin
     if _feed_require_scope.event_types is not null and (pg_catalog.cardinality(_feed_require_scope.event_types) = 0
@@ -82,12 +83,16 @@ $$;
 -- _feed_scope_digest names a scope in 8 bytes: sorted distinct types and tenants, '*' for all.
 -- The small helpers a read calls once each are plpgsql, not SQL: a SQL function with a SET clause
 -- is never inlined, and outside a loop its statement was parsed and planned again in every
--- transaction (run_handler: a read a transaction); plpgsql keeps its plans for the session.
+-- transaction (run_handler: a read a transaction); plpgsql keeps its plans for the session. They
+-- set plan_cache_mode = auto: read_feed forces custom plans for its range reads, and a function
+-- it calls inherits that (each of their statements planned again on every read). Their
+-- statements read arrays and small keyed tables, where a generic plan cannot misjudge a range.
 create function streamseal._feed_scope_digest(event_types text[], tenants text[])
 returns bytea
 language plpgsql
 immutable
 set search_path = pg_catalog, pg_temp
+set plan_cache_mode = auto
 as $$
 begin
     return pg_catalog.substr(pg_catalog.sha256(pg_catalog.convert_to(
@@ -107,6 +112,7 @@ returns bytea
 language plpgsql
 immutable
 set search_path = pg_catalog, pg_temp
+set plan_cache_mode = auto
 as $$
 begin
     return pg_catalog.substr(pg_catalog.sha256(pg_catalog.convert_to(coalesce(
@@ -126,6 +132,7 @@ returns bytea
 language plpgsql
 stable
 set search_path = pg_catalog, pg_temp
+set plan_cache_mode = auto
 as $$
 begin
     return (select pg_catalog.substr(pg_catalog.sha256(pg_catalog.convert_to(
@@ -186,6 +193,7 @@ returns table (origin text, generation bigint)
 language plpgsql
 stable
 set search_path = pg_catalog, pg_temp
+set plan_cache_mode = auto
 as $$
 begin
     return query
@@ -251,6 +259,7 @@ create function streamseal._feed_members_merge(token_members text[], token_gener
 language plpgsql
 stable
 set search_path = pg_catalog, pg_temp
+set plan_cache_mode = auto
 as $$
 begin
     select coalesce(pg_catalog.array_agg(u.m order by u.m), '{}'), coalesce(pg_catalog.array_agg(u.g order by u.m), '{}'),
@@ -336,6 +345,7 @@ returns text
 language plpgsql
 immutable
 set search_path = pg_catalog, pg_temp
+set plan_cache_mode = auto
 as $$
 declare
     body bytea;
@@ -431,6 +441,7 @@ returns streamseal._feed_token
 language plpgsql
 immutable
 set search_path = pg_catalog, pg_temp
+set plan_cache_mode = auto
 as $$
 declare
     raw bytea;
