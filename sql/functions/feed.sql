@@ -60,6 +60,7 @@ returns void
 language plpgsql
 immutable
 set search_path = pg_catalog, pg_temp
+set plan_cache_mode = auto
 as $$
 begin
     if _feed_require_scope.event_types is not null and (pg_catalog.cardinality(_feed_require_scope.event_types) = 0
@@ -80,33 +81,45 @@ end
 $$;
 
 -- _feed_scope_digest names a scope in 8 bytes: sorted distinct types and tenants, '*' for all.
+-- The small helpers a read calls once each are plpgsql, not SQL: a SQL function with a SET clause
+-- is never inlined, and outside a loop its statement was parsed and planned again in every
+-- transaction (run_handler: a read a transaction); plpgsql keeps its plans for the session. They
+-- set plan_cache_mode = auto: read_feed forces custom plans for its range reads, and a function
+-- it calls inherits that (each of their statements planned again on every read). Their
+-- statements read arrays and small keyed tables, where a generic plan cannot misjudge a range.
 create function streamseal._feed_scope_digest(event_types text[], tenants text[])
 returns bytea
-language sql
+language plpgsql
 immutable
 set search_path = pg_catalog, pg_temp
+set plan_cache_mode = auto
 as $$
-    select pg_catalog.substr(pg_catalog.sha256(pg_catalog.convert_to(
+begin
+    return pg_catalog.substr(pg_catalog.sha256(pg_catalog.convert_to(
         'streamseal.feed.v1' || chr(30)
         || coalesce((select pg_catalog.string_agg(distinct t.n, chr(31) order by t.n)
                      from pg_catalog.unnest(_feed_scope_digest.event_types) t(n)), '*')
         || chr(30)
         || coalesce((select pg_catalog.string_agg(distinct '=' || t.n, chr(31) order by '=' || t.n)
                      from pg_catalog.unnest(_feed_scope_digest.tenants) t(n)), '*'),
-        'UTF8')), 1, 8)
+        'UTF8')), 1, 8);
+end
 $$;
 
 -- _feed_membership_digest binds an origin set and its generations in 8 bytes.
 create function streamseal._feed_membership_digest(members text[], generations bigint[])
 returns bytea
-language sql
+language plpgsql
 immutable
 set search_path = pg_catalog, pg_temp
+set plan_cache_mode = auto
 as $$
-    select pg_catalog.substr(pg_catalog.sha256(pg_catalog.convert_to(coalesce(
+begin
+    return pg_catalog.substr(pg_catalog.sha256(pg_catalog.convert_to(coalesce(
         (select pg_catalog.string_agg(u.name || ':' || u.generation::text, ',' order by u.name)
          from rows from (pg_catalog.unnest(_feed_membership_digest.members), pg_catalog.unnest(_feed_membership_digest.generations)) u(name, generation)),
-        ''), 'UTF8')), 1, 8)
+        ''), 'UTF8')), 1, 8);
+end
 $$;
 
 -- _feed_store_id names this database for the local part of a token: the cluster's system
@@ -116,20 +129,26 @@ $$;
 -- so a position taken on one server is honoured by no other (admission and replay instead).
 create function streamseal._feed_store_id()
 returns bytea
-language sql
+language plpgsql
 stable
 set search_path = pg_catalog, pg_temp
+set plan_cache_mode = auto
 as $$
-    select pg_catalog.substr(pg_catalog.sha256(pg_catalog.convert_to(
+begin
+    return (select pg_catalog.substr(pg_catalog.sha256(pg_catalog.convert_to(
         s.system_identifier::text || '/' || d.oid::text || '/' || f.incarnation::text || '/'
         || case when pg_catalog.pg_is_in_recovery() then 'standby ' || pg_catalog.pg_postmaster_start_time()::text
                 else 'primary ' || pg_catalog.substr(pg_catalog.pg_walfile_name(pg_catalog.pg_current_wal_lsn()), 1, 8) end,
         'UTF8')), 1, 8)
     from pg_catalog.pg_control_system() s, pg_catalog.pg_database d, streamseal.feed_store f
-    where d.datname = pg_catalog.current_database()
+    where d.datname = pg_catalog.current_database());
+end
 $$;
 
--- _feed_in_scope says whether an event of (tenant, event_type) belongs to the scope.
+-- _feed_in_scope says whether an event of (tenant, event_type) belongs to the scope. The reads a
+-- feed makes on every call (_feed_members, _feed_lane_bound, read_feed) write the same test
+-- inline: a function with a SET clause is never inlined, and its statement was planned again in
+-- every transaction that called it.
 create function streamseal._feed_in_scope(event_types text[], tenants text[], tenant text, event_type text)
 returns boolean
 language sql
@@ -171,22 +190,29 @@ $$;
 -- it stamped an event in scope, and every origin with a lane in scope.
 create function streamseal._feed_members(event_types text[], tenants text[])
 returns table (origin text, generation bigint)
-language sql
+language plpgsql
 stable
 set search_path = pg_catalog, pg_temp
+set plan_cache_mode = auto
 as $$
+begin
+    return query
     select m.origin, m.generation
     from (
-        select streamseal.service_name() as origin, streamseal.origin_generation() as generation
+        -- (origin_generation() read directly: a SQL function outside a loop is planned per call.)
+        select streamseal.service_name() as origin, (select g.generation from streamseal.origin_generation g) as generation
         where exists (select from streamseal.type_seq_counters c
-                      where streamseal._feed_in_scope(_feed_members.event_types, _feed_members.tenants, c.tenant, c.event_type))
+                      where (_feed_members.event_types is null or c.event_type = any (_feed_members.event_types))
+                        and (_feed_members.tenants is null or c.tenant = any (_feed_members.tenants)))
         union
         select l.origin, coalesce(k.generation, 0)
         from streamseal.lanes l
         left join streamseal.known_origins k on k.origin = l.origin
-        where streamseal._feed_in_scope(_feed_members.event_types, _feed_members.tenants, l.tenant, l.event_type)
+        where (_feed_members.event_types is null or l.event_type = any (_feed_members.event_types))
+          and (_feed_members.tenants is null or l.tenant = any (_feed_members.tenants))
     ) m
-    order by m.origin
+    order by m.origin;
+end
 $$;
 
 -- _feed_lane_bound certifies a copied origin: the lowest, over its lanes in scope, of what each
@@ -219,8 +245,34 @@ as $$
                   where k.origin = _feed_lane_bound.origin) as mark) m
     left join streamseal.lanes l
       on l.origin = _feed_lane_bound.origin
-     and streamseal._feed_in_scope(_feed_lane_bound.event_types, _feed_lane_bound.tenants, l.tenant, l.event_type)
+     and (_feed_lane_bound.event_types is null or l.event_type = any (_feed_lane_bound.event_types))
+     and (_feed_lane_bound.tenants is null or l.tenant = any (_feed_lane_bound.tenants))
     group by m.mark
+$$;
+
+-- _feed_members_merge carries a token's members into this read: each member held here now at its
+-- generation here, a member the token names and this store no longer lists kept as the token has
+-- it, a new member at boundary 1; sorted by name.
+create function streamseal._feed_members_merge(token_members text[], token_generations bigint[], token_boundaries bigint[],
+                                               event_types text[], tenants text[],
+                                               out members text[], out generations bigint[], out boundaries bigint[])
+language plpgsql
+stable
+set search_path = pg_catalog, pg_temp
+set plan_cache_mode = auto
+as $$
+begin
+    select coalesce(pg_catalog.array_agg(u.m order by u.m), '{}'), coalesce(pg_catalog.array_agg(u.g order by u.m), '{}'),
+           coalesce(pg_catalog.array_agg(u.b order by u.m), '{}')
+    into _feed_members_merge.members, _feed_members_merge.generations, _feed_members_merge.boundaries
+    from (
+        select coalesce(now_.origin, tok.origin) as m, coalesce(now_.generation, tok.generation) as g,
+               coalesce(tok.boundary, 1) as b
+        from rows from (pg_catalog.unnest(_feed_members_merge.token_members), pg_catalog.unnest(_feed_members_merge.token_generations),
+                        pg_catalog.unnest(_feed_members_merge.token_boundaries)) tok(origin, generation, boundary)
+        full join streamseal._feed_members(_feed_members_merge.event_types, _feed_members_merge.tenants) now_ on now_.origin = tok.origin
+    ) u;
+end
 $$;
 
 -- _feed_horizon: copies that landed below it are committed and visible to this statement's
@@ -293,6 +345,7 @@ returns text
 language plpgsql
 immutable
 set search_path = pg_catalog, pg_temp
+set plan_cache_mode = auto
 as $$
 declare
     body bytea;
@@ -388,6 +441,7 @@ returns streamseal._feed_token
 language plpgsql
 immutable
 set search_path = pg_catalog, pg_temp
+set plan_cache_mode = auto
 as $$
 declare
     raw bytea;
@@ -740,62 +794,54 @@ begin
             remaining := remaining - got;
         end if;
 
-        -- Copies in commit order, below the horizon: the batch's keys and the horizon in one
-        -- statement, one snapshot; the rows themselves go straight to the output at the end
-        -- (copies_from..copies_to), never through an array: building, appending and unnesting
-        -- an array of rows cost half the read (bench feed at 1M). Every xid below the horizon
-        -- had ended at this snapshot, so a later statement finds the same rows in that range.
+        -- Copies in commit order, below the horizon. The horizon first: every xid below it had
+        -- ended at its snapshot, and no xid below it can start later, so every later statement
+        -- finds the same rows below it. Then the batch's last key: the row at position
+        -- `remaining` (a full batch), or none (fewer are left: everything below the horizon is
+        -- the batch). The rows themselves go straight to the output at the end
+        -- (copies_from..copies_to, below the horizon), never through an array: building,
+        -- appending and unnesting an array of rows cost half the read (bench feed at 1M). (The
+        -- count, the last key and the horizon as one statement of three CTEs cost more to plan,
+        -- under the forced custom plans, than the keys cost to read: ~0.3 ms a read.)
         if copies_xid >= 0 and remaining > 0 then
-            with hz as materialized (select streamseal._feed_horizon() as h),
-            taken as materialized (
-                select e.landed_xid, e.local_id
-                from streamseal.events e, hz
-                where e.origin_seq is not null and e.landed_xid is not null
-                  and (e.landed_xid, e.local_id) > (copies_xid::text::xid8, copies_local_id)
-                  and e.landed_xid < hz.h
-                  and e.origin <> self
-                  and (read_feed.event_types is null or e.event_type = any (read_feed.event_types))
-                  and (read_feed.tenants is null or e.tenant = any (read_feed.tenants))
-                order by e.landed_xid, e.local_id
-                limit remaining
-            ), last as (
-                select x.landed_xid, x.local_id from taken x order by x.landed_xid desc, x.local_id desc limit 1
-            )
-            select (select pg_catalog.count(*) from taken), hz.h, (select l.landed_xid from last l), (select l.local_id from last l)
-            into got, horizon, last_xid, last_local_id
-            from hz;
-            if got > 0 then
-                copies_count := got;
-                copies_from_xid := copies_xid::text::xid8;
-                copies_from_local_id := copies_local_id;
+            horizon := streamseal._feed_horizon();
+            select e.landed_xid, e.local_id into last_xid, last_local_id
+            from streamseal.events e
+            where e.origin_seq is not null and e.landed_xid is not null
+              and (e.landed_xid, e.local_id) > (copies_xid::text::xid8, copies_local_id)
+              and e.landed_xid < horizon
+              and e.origin <> self
+              and (read_feed.event_types is null or e.event_type = any (read_feed.event_types))
+              and (read_feed.tenants is null or e.tenant = any (read_feed.tenants))
+            order by e.landed_xid, e.local_id
+            offset remaining - 1
+            limit 1;
+            copies_from_xid := copies_xid::text::xid8;
+            copies_from_local_id := copies_local_id;
+            copies_count := remaining;
+            if found then
+                -- A full batch: continue after its last row.
                 copies_to_xid := last_xid;
                 copies_to_local_id := last_local_id;
-            end if;
-            if got = remaining then
-                -- A full batch: continue after its last row.
                 copies_xid := last_xid::text::bigint;
                 copies_local_id := last_local_id;
             else
-                -- Everything below the horizon is taken.
+                -- Everything below the horizon is taken (none, or fewer than remaining).
+                copies_to_xid := horizon;
+                copies_to_local_id := 0;
                 caught_up := true;
                 copies_xid := greatest(copies_xid, horizon::text::bigint);
                 copies_local_id := case when copies_xid = horizon::text::bigint then 0 else copies_local_id end;
             end if;
-            remaining := remaining - got;
         end if;
 
         -- Boundaries rise to certified values. Own: the position. Copied origins: once caught
         -- up, the lowest of the lanes' bound and the lowest origin_seq held but not yet handed
         -- out (rows at or above the horizon), read in one snapshot.
-        select coalesce(pg_catalog.array_agg(u.m order by u.m), '{}'), coalesce(pg_catalog.array_agg(u.g order by u.m), '{}'),
-               coalesce(pg_catalog.array_agg(u.b order by u.m), '{}')
-        into members, generations, boundaries
-        from (
-            select coalesce(now_.origin, tok.origin) as m, coalesce(now_.generation, tok.generation) as g,
-                   coalesce(tok.boundary, 1) as b
-            from rows from (pg_catalog.unnest(members), pg_catalog.unnest(generations), pg_catalog.unnest(boundaries)) tok(origin, generation, boundary)
-            full join streamseal._feed_members(read_feed.event_types, read_feed.tenants) now_ on now_.origin = tok.origin
-        ) u;
+        -- (In helpers with plans kept for the session: read_feed forces custom plans for its range
+        -- reads, and planning these on every read was a tenth of a run_handler batch's feed cost.)
+        select x.members, x.generations, x.boundaries into members, generations, boundaries
+        from streamseal._feed_members_merge(members, generations, boundaries, read_feed.event_types, read_feed.tenants) x;
         if caught_up then
             with unread as materialized (
                 select e.origin, e.origin_seq
@@ -821,19 +867,22 @@ begin
             from rows from (pg_catalog.unnest(members), pg_catalog.unnest(boundaries)) b(origin, boundary);
             boundaries := coalesce(boundaries, '{}');
         else
-            select coalesce(pg_catalog.array_agg(case when b.origin = self then greatest(b.boundary, own_position + 1)
-                                                      else b.boundary end order by b.origin), '{}')
-            into boundaries
-            from rows from (pg_catalog.unnest(members), pg_catalog.unnest(boundaries)) b(origin, boundary);
+            for i in 1 .. pg_catalog.cardinality(members) loop
+                if members[i] = self then
+                    boundaries[i] := greatest(boundaries[i], own_position + 1);
+                end if;
+            end loop;
         end if;
     end if;
 
     -- The scope test is written inline above: a function with a SET clause is never inlined,
     -- and a call per row cost a fifth of the read (bench feed).
-    return query
-    select u.event_id, u.origin, u.origin_seq, u.type_seq, u.tenant, u.stream_id, u.stream_version, u.event_type,
-           u.flags, u.payload, u.metadata, u.occurred_at, u.stored_at, null::text, null::bigint
-    from pg_catalog.unnest(rows_all) u;
+    if pg_catalog.cardinality(rows_all) > 0 then
+        return query
+        select u.event_id, u.origin, u.origin_seq, u.type_seq, u.tenant, u.stream_id, u.stream_version, u.event_type,
+               u.flags, u.payload, u.metadata, u.occurred_at, u.stored_at, null::text, null::bigint
+        from pg_catalog.unnest(rows_all) u;
+    end if;
     if copies_to_xid is not null then
         return query
         select e.event_id, e.origin, e.origin_seq, e.type_seq, e.tenant, e.stream_id, e.stream_version, e.event_type,
@@ -842,6 +891,7 @@ begin
         where e.origin_seq is not null and e.landed_xid is not null
           and (e.landed_xid, e.local_id) > (copies_from_xid, copies_from_local_id)
           and (e.landed_xid, e.local_id) <= (copies_to_xid, copies_to_local_id)
+          and e.landed_xid < horizon
           and e.origin <> self
           and (read_feed.event_types is null or e.event_type = any (read_feed.event_types))
           and (read_feed.tenants is null or e.tenant = any (read_feed.tenants))
@@ -850,12 +900,11 @@ begin
         -- (it read the rest of the index: 4 000 pages for 5 000 rows at 1M).
         limit copies_count;
     end if;
-    return query
-    select null::uuid, null::text, null::bigint, null::bigint, null::text, null::text, null::bigint, null::text,
-           null::integer, null::bytea, null::jsonb, null::timestamptz, null::timestamptz,
-           streamseal._feed_token_encode(scope, members, generations, boundaries, here_id, own_position,
-               copies_xid, copies_local_id, live_start, replay_origins, replay_next),
-           held;
+    -- The last row: event columns null (never assigned), the token and the held count.
+    next_token := streamseal._feed_token_encode(scope, members, generations, boundaries, here_id, own_position,
+        copies_xid, copies_local_id, live_start, replay_origins, replay_next);
+    held_copies := held;
+    return next;
 end
 $$;
 
