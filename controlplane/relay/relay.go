@@ -295,19 +295,11 @@ type RoundTrace struct {
 func (r *Relay) publish(ctx context.Context, events []store.EventCopy, probe bool) (batch, error) {
 	b := batch{events: events, futures: make([]jetstream.PubAckFuture, len(events)), refused: make([]error, len(events))}
 	for i, e := range events {
+		send := r.publishAsync
 		if probe && i == 0 {
-			ack, err := r.publishAlone(ctx, e)
-			if err != nil {
-				if !Permanent(err) {
-					return b, fmt.Errorf("publish event %s (origin_seq %d): %w", e.EventID, e.OriginSeq, err)
-				}
-				b.refused[i] = err
-				continue
-			}
-			b.futures[i] = ack
-			continue
+			send = r.publishAlone
 		}
-		f, err := r.JS.PublishMsgAsync(wire.EventMessage(e))
+		f, err := send(ctx, e)
 		if err != nil {
 			if !Permanent(err) {
 				return b, fmt.Errorf("publish event %s (origin_seq %d): %w", e.EventID, e.OriginSeq, err)
@@ -318,6 +310,11 @@ func (r *Relay) publish(ctx context.Context, events []store.EventCopy, probe boo
 		b.futures[i] = f
 	}
 	return b, nil
+}
+
+// publishAsync hands one event to JetStream; its acknowledgement comes on the future.
+func (r *Relay) publishAsync(_ context.Context, e store.EventCopy) (jetstream.PubAckFuture, error) {
+	return r.JS.PublishMsgAsync(wire.EventMessage(e))
 }
 
 // publishAlone publishes one event and waits, up to AckWait, for its acknowledgement.
