@@ -49,6 +49,8 @@ func TestMigrate_UpgradeMovesOwnNumbersInPlace(t *testing.T) {
 	mustExec(t, conn, `alter table streamseal.checkpoint_inbox drop column tenant, drop column event_type`) // 040
 	mustExec(t, conn, `alter table streamseal.served_requests drop column summary`)                         // 041
 	mustExec(t, conn, `drop index streamseal.sent_requests_open_follow_ups`)                                // 041
+	mustExec(t, conn, `alter table streamseal.redelivery_queue drop column state_only`)                     // 044
+	mustExec(t, conn, `create index redelivery_queue_by_accepted_at on streamseal.redelivery_queue (accepted_at)`)
 	mustExec(t, conn, `create index events_unstamped on streamseal.events (local_id) where origin_seq is null`)
 	mustExec(t, conn, "update "+migrate.VersionTable+" set version = 31")
 	mustExec(t, conn, `alter table streamseal.events disable trigger user`)

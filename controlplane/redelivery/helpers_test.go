@@ -140,4 +140,24 @@ func awaitAnswer(t *testing.T, rec *natstest.Recorder, requestID string) answer 
 	return a
 }
 
+// answerOrder lists the request ids of the answers in msgs in the order their first bundle or
+// their summary was published.
+func answerOrder(t *testing.T, msgs []natstest.Msg) []string {
+	t.Helper()
+	envs, _ := natstest.Envelopes(t, msgs)
+	var order []string
+	seen := map[string]bool{}
+	for _, env := range envs {
+		var id struct {
+			RequestID string `json:"request_id"`
+		}
+		if (env.Kind != wire.KindRedeliveryBundle && env.Kind != wire.KindRedeliverySummary) || json.Unmarshal(env.Body, &id) != nil || seen[id.RequestID] {
+			continue
+		}
+		seen[id.RequestID] = true
+		order = append(order, id.RequestID)
+	}
+	return order
+}
+
 func seqRange(lo, hi int64) (*int64, *int64) { return &lo, &hi }

@@ -239,8 +239,9 @@ func (s *Server) Run(ctx context.Context) error {
 	}
 }
 
-// serveNext serves the oldest queued request no other build holds and says whether it served
-// one. The request leaves the queue once its summary is published (or it is given up).
+// serveNext serves the next queued request no other build holds (repairs before backfills, each
+// oldest first) and says whether it served one. The request leaves the queue once its summary
+// is published (or it is given up).
 func (s *Server) serveNext(ctx context.Context) (bool, error) {
 	pooled, err := s.Pool.Acquire(ctx)
 	if err != nil {
@@ -248,7 +249,7 @@ func (s *Server) serveNext(ctx context.Context) (bool, error) {
 	}
 	defer pooled.Release()
 	conn := pooled.Conn()
-	waiting, err := store.RedeliveryQueueOldest(ctx, conn, 16)
+	waiting, err := store.RedeliveryQueueNext(ctx, conn, 16)
 	if err != nil {
 		return false, err
 	}

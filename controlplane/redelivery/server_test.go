@@ -532,6 +532,32 @@ func TestServer(t *testing.T) {
 		}
 	})
 
+	// Invariant 14 (every loss repaired, promptly): a repair accepted while backfill answers wait
+	// is served before them, so a lost event's redelivery never queues behind a new consumer's
+	// history (a paced backfill answer takes seconds each, and a broadcast asks for many).
+	t.Run("ARepairIsServedBeforeBackfillsAcceptedEarlier", func(t *testing.T) {
+		t.Parallel()
+		s, b := setup(t)
+		s.Pause = func(context.Context, time.Duration) {}
+		streamOf(t, b.pool, "s", eventTypes[0], 5, 10)
+		s.Register(b.control)
+		testrun.Go(t, "control endpoint", b.control.Run) // accepts; the server starts below
+		backfill := ask(t, b, wire.RedeliveryRequest{Tenants: acme, Types: eventTypes[:1], MaxEvents: 100, StateOnly: true})
+		testrun.WaitFor(t, "the backfill request accepted", func() bool { return b.control.Finished() == 1 })
+		from, to := seqRange(1, 1<<40)
+		repair := ask(t, b, wire.RedeliveryRequest{Tenants: acme, Types: eventTypes[:1], FromSeq: from, ToSeq: to, MaxEvents: 100})
+		testrun.WaitFor(t, "the repair request accepted", func() bool { return b.control.Finished() == 2 })
+
+		testrun.Go(t, "redelivery server", s.Run)
+		awaitAnswer(t, b.answers, backfill)
+		awaitAnswer(t, b.answers, repair)
+		order := answerOrder(t, b.answers.Messages())
+		if len(order) != 2 || order[0] != repair {
+			t.Fatalf("answers were served in the order %v; want the repair %s first, then the backfill %s accepted before it",
+				order, repair, backfill)
+		}
+	})
+
 	// Invariant 14: an answer cut by the origin's cap says where the rest starts, and a request
 	// continued from there ships exactly the rest.
 	t.Run("ATruncatedAnswerSaysWhereTheRestStarts", func(t *testing.T) {

@@ -55,11 +55,13 @@ func RedeliveryQueueAdd(ctx context.Context, db Querier, q QueuedRequest, max in
 	return outcome, nil
 }
 
-// RedeliveryQueueOldest lists up to n queued requests, oldest first.
-func RedeliveryQueueOldest(ctx context.Context, db Querier, n int) ([]QueuedRequest, error) {
+// RedeliveryQueueNext lists up to n queued requests in the order they are served: plain
+// repairs before backfills (state-only requests, whose answers are paced), each oldest first
+// (migration 044).
+func RedeliveryQueueNext(ctx context.Context, db Querier, n int) ([]QueuedRequest, error) {
 	rows, err := db.Query(ctx, `
 		select request_id, requester, request, attempts from streamseal.redelivery_queue
-		order by accepted_at, request_id limit $1`, n)
+		order by state_only, accepted_at, request_id limit $1`, n)
 	if err != nil {
 		return nil, classify("read redelivery queue", err)
 	}
