@@ -133,7 +133,7 @@ func (s *Server) accept(ctx context.Context, env wire.Envelope, _ []byte) error 
 	if err := s.hold(ctx, id, env.From, req); err != nil {
 		return err
 	}
-	outcome, err := store.RedeliveryQueueAdd(ctx, s.Pool, store.QueuedRequest{RequestID: id, Requester: env.From, Request: env.Body}, QueueMaxDefault)
+	outcome, err := store.RedeliveryQueueAdd(ctx, s.Pool, store.QueuedRequest{RequestID: id, Requester: env.From, Request: env.Body, StateOnly: req.StateOnly}, QueueMaxDefault)
 	if err != nil {
 		return err
 	}

@@ -21,6 +21,7 @@ type QueuedRequest struct {
 	RequestID uuid.UUID
 	Requester string
 	Request   []byte // the request body (JSON)
+	StateOnly bool   // a backfill's request (served after plain repairs)
 	Attempts  int    // builds started, this one included once counted
 }
 
@@ -40,8 +41,8 @@ func RedeliveryQueueAdd(ctx context.Context, db Querier, q QueuedRequest, max in
 		with served as (
 		    select from streamseal.served_requests where request_id = $1),
 		added as (
-		    insert into streamseal.redelivery_queue (request_id, requester, request)
-		    select $1, $2, $3 where (select count(*) from streamseal.redelivery_queue) < $4
+		    insert into streamseal.redelivery_queue (request_id, requester, request, state_only)
+		    select $1, $2, $3, $5 where (select count(*) from streamseal.redelivery_queue) < $4
 		        and not exists (select from served)
 		    on conflict (request_id) do nothing
 		    returning 1)
@@ -49,7 +50,7 @@ func RedeliveryQueueAdd(ctx context.Context, db Querier, q QueuedRequest, max in
 		            when exists (select from served) then 'served'
 		            when exists (select from streamseal.redelivery_queue where request_id = $1) then 'duplicate'
 		            else 'full' end`,
-		q.RequestID, q.Requester, q.Request, max).Scan(&outcome); err != nil {
+		q.RequestID, q.Requester, q.Request, max, q.StateOnly).Scan(&outcome); err != nil {
 		return "", classify("queue redelivery request", err)
 	}
 	return outcome, nil
@@ -60,7 +61,7 @@ func RedeliveryQueueAdd(ctx context.Context, db Querier, q QueuedRequest, max in
 // (migration 044).
 func RedeliveryQueueNext(ctx context.Context, db Querier, n int) ([]QueuedRequest, error) {
 	rows, err := db.Query(ctx, `
-		select request_id, requester, request, attempts from streamseal.redelivery_queue
+		select request_id, requester, request, state_only, attempts from streamseal.redelivery_queue
 		order by state_only, accepted_at, request_id limit $1`, n)
 	if err != nil {
 		return nil, classify("read redelivery queue", err)
