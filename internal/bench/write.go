@@ -648,9 +648,11 @@ type floorRun func(context.Context) (time.Duration, error)
 // floorRounds runs opts.Rounds rounds of a scenario's variants (the plain insert first in the
 // list), alternating their order so noise falls on all, prints each round, and returns the median
 // ratio of the plain insert to each other variant. prepare makes one round's runs over the same
-// rows, one per variant.
-func floorRounds(ctx context.Context, out io.Writer, scenario string, rounds int, labels []string, prepare func() []floorRun) ([]float64, error) {
+// rows, one per variant. When the server's CPU can be read, the same ratios in server CPU spent
+// are printed too (a busy neighbour skews them less).
+func floorRounds(ctx context.Context, out io.Writer, server serverCPU, scenario string, rounds int, labels []string, prepare func() []floorRun) ([]float64, error) {
 	times := make([][]time.Duration, len(labels))
+	cpus := make([][]time.Duration, len(labels))
 	for round := range rounds {
 		runs := prepare()
 		for k := range runs {
@@ -658,11 +660,13 @@ func floorRounds(ctx context.Context, out io.Writer, scenario string, rounds int
 			if round%2 == 1 {
 				i = len(runs) - 1 - k
 			}
+			cpuStart := server.Now()
 			d, err := runs[i](ctx)
 			if err != nil {
 				return nil, fmt.Errorf("floor %s, %s: %w", scenario, labels[i], err)
 			}
 			times[i] = append(times[i], d)
+			cpus[i] = append(cpus[i], server.Now()-cpuStart)
 		}
 		fmt.Fprintf(out, "floor round %d: %s: %s %-8s", round+1, scenario, labels[0], ms(times[0][round]))
 		for i := 1; i < len(labels); i++ {
@@ -673,6 +677,13 @@ func floorRounds(ctx context.Context, out io.Writer, scenario string, rounds int
 	medians := make([]float64, len(labels))
 	for i := 1; i < len(labels); i++ {
 		medians[i] = medianRatio(times[0], times[i])
+	}
+	if server.Available() {
+		fmt.Fprintf(out, "floor %s: median ratio of server CPU spent, plain/variant:", scenario)
+		for i := 1; i < len(labels); i++ {
+			fmt.Fprintf(out, " %s %.3f", labels[i], medianRatio(cpus[0], cpus[i]))
+		}
+		fmt.Fprintln(out)
 	}
 	return medians, nil
 }
@@ -786,9 +797,14 @@ func WriteFloor(ctx context.Context, pool *pgxpool.Pool, opts WriteOptions, out 
 	if err := createFloorTables(ctx, pool, "bulk_plain", "bulk_dig", "bulk_row", "bulk_round", "txn_plain", "txn_row", "txn_round", "ingest_plain", "ingest_fold"); err != nil {
 		return FloorResult{}, err
 	}
+	// The txn variants use Clients+1 connections at once: open them now, not in the first round.
+	if err := warmConnections(ctx, pool, opts.Clients+1); err != nil {
+		return FloorResult{}, err
+	}
 	gen := &generator{payload: strings.Repeat("x", opts.PayloadBytes), streams: opts.StreamsPerActor, versions: map[string]int64{}}
+	server := newServerCPU(ctx, pool)
 	var r FloorResult
-	bulk, err := floorRounds(ctx, out, "bulk", opts.Rounds, []string{"plain", "+digests", "+digests+number rows", "+digests+one array row"}, func() []floorRun {
+	bulk, err := floorRounds(ctx, out, server, "bulk", opts.Rounds, []string{"plain", "+digests", "+digests+number rows", "+digests+one array row"}, func() []floorRun {
 		batches := make([][]store.NewEvent, opts.BulkStatements)
 		for i := range batches {
 			batches[i] = gen.events("floor-bulk", opts.BulkSize)
@@ -807,7 +823,7 @@ func WriteFloor(ctx context.Context, pool *pgxpool.Pool, opts WriteOptions, out 
 
 	rows := &floorFolder{pool: pool, sql: floorFolderSQL("txn_row", floorRowsCTE), batch: stamper.BatchSizeDefault}
 	round := &floorFolder{pool: pool, sql: floorFolderSQL("txn_round", floorRoundCTE), batch: stamper.BatchSizeDefault}
-	txn, err := floorRounds(ctx, out, "txn", opts.Rounds, []string{"plain", "+folder: number rows+digests", "+folder: one array row a pass+digests"}, func() []floorRun {
+	txn, err := floorRounds(ctx, out, server, "txn", opts.Rounds, []string{"plain", "+folder: number rows+digests", "+folder: one array row a pass+digests"}, func() []floorRun {
 		clients := make([][][]store.NewEvent, opts.Clients)
 		for c := range clients {
 			clients[c] = make([][]store.NewEvent, opts.TxnsPerClient)
@@ -823,7 +839,7 @@ func WriteFloor(ctx context.Context, pool *pgxpool.Pool, opts WriteOptions, out 
 	r.TxnRowRatio, r.TxnRoundRatio = txn[1], txn[2]
 
 	copies := &copyGenerator{generator: gen, origin: "bench-origin", typeSeqs: map[string]int64{}}
-	ingest, err := floorRounds(ctx, out, "ingest", opts.Rounds, []string{"plain copies", "+on conflict do nothing+digests"}, func() []floorRun {
+	ingest, err := floorRounds(ctx, out, server, "ingest", opts.Rounds, []string{"plain copies", "+on conflict do nothing+digests"}, func() []floorRun {
 		batches := make([][]store.EventCopy, opts.IngestStatements)
 		for i := range batches {
 			batches[i] = copies.copies(opts.IngestBatch)
@@ -839,4 +855,22 @@ func WriteFloor(ctx context.Context, pool *pgxpool.Pool, opts WriteOptions, out 
 	r.IngestRatio = ingest[1]
 	fmt.Fprintf(out, "floor median ratio, plain insert / plain insert + the least work (not streamseal's figures): %s\n", r.resultKeys())
 	return r, nil
+}
+
+// warmConnections has the pool open n connections (and keep them), so no timed run pays for one.
+func warmConnections(ctx context.Context, pool *pgxpool.Pool, n int) error {
+	conns := make([]*pgxpool.Conn, 0, n)
+	defer func() {
+		for _, c := range conns {
+			c.Release()
+		}
+	}()
+	for range min(n, int(pool.Config().MaxConns)) {
+		c, err := pool.Acquire(ctx)
+		if err != nil {
+			return fmt.Errorf("floor: open a connection: %w", err)
+		}
+		conns = append(conns, c)
+	}
+	return nil
 }
