@@ -538,15 +538,19 @@ type FloorResult struct {
 	BulkDigRatio   float64 // 1000-event statements + the digest fold of their rows
 	BulkRowRatio   float64 // + that and one own_numbers-shaped row per event
 	BulkRoundRatio float64 // + the fold and one row of arrays per statement
-	TxnRowRatio    float64 // (a)'s clients plain-inserting, a folder numbering rows + folding
-	TxnRoundRatio  float64 // the same, the folder writing one row of arrays per pass
-	IngestRatio    float64 // copies with on conflict (event_id) do nothing + the digest fold
+	// The same statements plain, with the numbers and fold done apart by a folder as in the txn
+	// variants: the work is the same, but a folder can use the second core while the one bulk
+	// client waits on its statements, so these are the wall-clock floor of a stamper design.
+	BulkFolderRowRatio, BulkFolderRoundRatio float64
+	TxnRowRatio                              float64 // (a)'s clients plain-inserting, a folder numbering rows + folding
+	TxnRoundRatio                            float64 // the same, the folder writing one row of arrays per pass
+	IngestRatio                              float64 // copies with on conflict (event_id) do nothing + the digest fold
 }
 
 // resultKeys are the floor's RESULT keys.
 func (r FloorResult) resultKeys() string {
-	return fmt.Sprintf("floor_bulk_dig_ratio=%.3f floor_bulk_row_ratio=%.3f floor_bulk_round_ratio=%.3f floor_txn_row_ratio=%.3f floor_txn_round_ratio=%.3f floor_ingest_ratio=%.3f",
-		r.BulkDigRatio, r.BulkRowRatio, r.BulkRoundRatio, r.TxnRowRatio, r.TxnRoundRatio, r.IngestRatio)
+	return fmt.Sprintf("floor_bulk_dig_ratio=%.3f floor_bulk_row_ratio=%.3f floor_bulk_round_ratio=%.3f floor_txn_row_ratio=%.3f floor_txn_round_ratio=%.3f floor_ingest_ratio=%.3f floor_bulk_folder_row_ratio=%.3f floor_bulk_folder_round_ratio=%.3f",
+		r.BulkDigRatio, r.BulkRowRatio, r.BulkRoundRatio, r.TxnRowRatio, r.TxnRoundRatio, r.IngestRatio, r.BulkFolderRowRatio, r.BulkFolderRoundRatio)
 }
 
 const floorOrigin = "bench-floor"
@@ -743,8 +747,9 @@ func isClosed(c <-chan struct{}) bool {
 	}
 }
 
-// floorTxn times (a)'s clients plain-inserting their transactions into variant's table and,
-// with a folder, until the folder has caught up with the last row.
+// floorTxn times clients plain-inserting their batches (a's transactions, or b's statements as
+// one client) into variant's table and, with a folder, until the folder has caught up with the
+// last row.
 func floorTxn(pool *pgxpool.Pool, variant string, folder *floorFolder, clients [][][]store.NewEvent) floorRun {
 	return func(ctx context.Context) (time.Duration, error) {
 		ctx, cancel := context.WithCancel(ctx)
@@ -794,7 +799,8 @@ func floorTxn(pool *pgxpool.Pool, variant string, folder *floorFolder, clients [
 // against the plain insert of the very same rows.
 func WriteFloor(ctx context.Context, pool *pgxpool.Pool, opts WriteOptions, out io.Writer) (FloorResult, error) {
 	fmt.Fprintln(out, "floor: the least any design adds per own event, as plain SQL in the plain insert's own statement (digest fold, numbers): no checks, no triggers, no queue, no NOTIFY; these are not streamseal's figures")
-	if err := createFloorTables(ctx, pool, "bulk_plain", "bulk_dig", "bulk_row", "bulk_round", "txn_plain", "txn_row", "txn_round", "ingest_plain", "ingest_fold"); err != nil {
+	if err := createFloorTables(ctx, pool, "bulk_plain", "bulk_dig", "bulk_row", "bulk_round", "txn_plain", "txn_row", "txn_round", "ingest_plain", "ingest_fold",
+		"bulk_folder_row", "bulk_folder_round"); err != nil {
 		return FloorResult{}, err
 	}
 	// The txn variants use Clients+1 connections at once: open them now, not in the first round.
@@ -804,7 +810,10 @@ func WriteFloor(ctx context.Context, pool *pgxpool.Pool, opts WriteOptions, out 
 	gen := &generator{payload: strings.Repeat("x", opts.PayloadBytes), streams: opts.StreamsPerActor, versions: map[string]int64{}}
 	server := newServerCPU(ctx, pool)
 	var r FloorResult
-	bulk, err := floorRounds(ctx, out, server, "bulk", opts.Rounds, []string{"plain", "+digests", "+digests+number rows", "+digests+one array row"}, func() []floorRun {
+	bulkRows := &floorFolder{pool: pool, sql: floorFolderSQL("bulk_folder_row", floorRowsCTE), batch: stamper.BatchSizeDefault}
+	bulkRound := &floorFolder{pool: pool, sql: floorFolderSQL("bulk_folder_round", floorRoundCTE), batch: stamper.BatchSizeDefault}
+	bulk, err := floorRounds(ctx, out, server, "bulk", opts.Rounds, []string{"plain", "+digests", "+digests+number rows", "+digests+one array row",
+		"+folder: number rows+digests", "+folder: one array row a pass+digests"}, func() []floorRun {
 		batches := make([][]store.NewEvent, opts.BulkStatements)
 		for i := range batches {
 			batches[i] = gen.events("floor-bulk", opts.BulkSize)
@@ -814,12 +823,15 @@ func WriteFloor(ctx context.Context, pool *pgxpool.Pool, opts WriteOptions, out 
 			floorStatements(pool, floorBulkSQL("bulk_dig", floorFoldCTE), batches),
 			floorStatements(pool, floorBulkSQL("bulk_row", floorRowsCTE, floorFoldCTE), batches),
 			floorStatements(pool, floorBulkSQL("bulk_round", floorRoundCTE, floorFoldCTE), batches),
+			floorTxn(pool, "bulk_folder_row", bulkRows, [][][]store.NewEvent{batches}),
+			floorTxn(pool, "bulk_folder_round", bulkRound, [][][]store.NewEvent{batches}),
 		}
 	})
 	if err != nil {
 		return FloorResult{}, err
 	}
 	r.BulkDigRatio, r.BulkRowRatio, r.BulkRoundRatio = bulk[1], bulk[2], bulk[3]
+	r.BulkFolderRowRatio, r.BulkFolderRoundRatio = bulk[4], bulk[5]
 
 	rows := &floorFolder{pool: pool, sql: floorFolderSQL("txn_row", floorRowsCTE), batch: stamper.BatchSizeDefault}
 	round := &floorFolder{pool: pool, sql: floorFolderSQL("txn_round", floorRoundCTE), batch: stamper.BatchSizeDefault}
