@@ -58,7 +58,7 @@ func TestWriteFloor_EveryVariantDoesAllItsWork(t *testing.T) {
 	for variant, events := range map[string]int64{
 		"bulk_plain": bulkEvents, "bulk_dig": bulkEvents, "bulk_row": bulkEvents, "bulk_round": bulkEvents,
 		"bulk_folder_row": bulkEvents, "bulk_folder_round": bulkEvents,
-		"txn_row": txnEvents, "txn_round": txnEvents, "ingest_plain": ingestEvents, "ingest_fold": ingestEvents,
+		"txn_row": txnEvents, "txn_round": txnEvents, "ingest_plain": ingestEvents, "ingest_fold": ingestEvents, "ingest_plain_fold": ingestEvents,
 	} {
 		checks = append(checks, check{variant + " events", `select count(*) from streamseal_bench.floor_` + variant + `_events`, events})
 	}
@@ -71,6 +71,7 @@ func TestWriteFloor_EveryVariantDoesAllItsWork(t *testing.T) {
 	}
 	checks = append(checks,
 		check{"ingest_fold digest n", `select coalesce(sum(n), 0) from streamseal_bench.floor_ingest_fold_digests`, ingestEvents},
+		check{"ingest_plain_fold digest n", `select coalesce(sum(n), 0) from streamseal_bench.floor_ingest_plain_fold_digests`, ingestEvents},
 		check{"bulk_row number rows", `select count(*) from streamseal_bench.floor_bulk_row_numbers`, bulkEvents},
 		check{"bulk_folder_row number rows", `select count(*) from streamseal_bench.floor_bulk_folder_row_numbers`, bulkEvents},
 		check{"bulk_folder_round array elements", `select coalesce(sum(cardinality(event_ids)), 0) from streamseal_bench.floor_bulk_folder_round_rounds`, bulkEvents},
@@ -90,7 +91,7 @@ func TestWriteFloor_EveryVariantDoesAllItsWork(t *testing.T) {
 	}
 	for name, v := range map[string]float64{"bulk_dig": r.BulkDigRatio, "bulk_row": r.BulkRowRatio, "bulk_round": r.BulkRoundRatio,
 		"txn_row": r.TxnRowRatio, "txn_round": r.TxnRoundRatio, "ingest": r.IngestRatio,
-		"bulk_folder_row": r.BulkFolderRowRatio, "bulk_folder_round": r.BulkFolderRoundRatio} {
+		"bulk_folder_row": r.BulkFolderRowRatio, "bulk_folder_round": r.BulkFolderRoundRatio, "ingest_fold": r.IngestFoldRatio} {
 		if !(v > 0) {
 			t.Errorf("%s ratio %v: want a positive figure", name, v)
 		}
@@ -98,7 +99,7 @@ func TestWriteFloor_EveryVariantDoesAllItsWork(t *testing.T) {
 	if !strings.Contains(out.String(), "not streamseal's figures") {
 		t.Errorf("the phase does not say its figures are not streamseal's:\n%s", out.String())
 	}
-	for _, key := range []string{"bulk_dig", "bulk_row", "bulk_round", "txn_row", "txn_round", "ingest", "bulk_folder_row", "bulk_folder_round"} {
+	for _, key := range []string{"bulk_dig", "bulk_row", "bulk_round", "txn_row", "txn_round", "ingest", "bulk_folder_row", "bulk_folder_round", "ingest_fold"} {
 		if !strings.Contains(out.String(), fmt.Sprintf("floor_%s_ratio=", key)) {
 			t.Errorf("no floor_%s_ratio in the output", key)
 		}
