@@ -526,8 +526,9 @@ func medianRatio(base, seal []time.Duration) float64 {
 }
 
 // The write floor (issue 16): the least work any design must add to a plain insert per own
-// event, written as plain SQL in the plain insert's own statement (CTEs) and timed against that
-// plain insert, alternating rounds as (a) and (b) do. No function (but the digest hash), no
+// event, written as plain SQL in the plain insert's own statement (CTEs) or done by an ideal
+// stamper apart (floorFolder), and timed against that plain insert, alternating rounds as (a)
+// and (b) do. No function (but the digest hash), no
 // trigger, no queue, no NOTIFY, no check: not streamseal's figures, but the ceiling any design
 // of its numbering and digests could reach on this machine. Each variant writes tables of its own
 // (streamseal_bench.floor_<variant>_*), shaped like streamseal's: events, stream_digests (with
@@ -714,7 +715,7 @@ func floorStatements[T any](pool *pgxpool.Pool, sql string, batches [][]T) floor
 	}
 }
 
-// floorFolder is the ideal stamper of a txn variant: one goroutine, one statement a pass, woken
+// floorFolder is the ideal stamper of a folder variant: one goroutine, one statement a pass, woken
 // by the clients in process (a NOTIFY that costs the database nothing).
 type floorFolder struct {
 	pool  *pgxpool.Pool
@@ -807,76 +808,102 @@ func floorTxn(pool *pgxpool.Pool, variant string, folder *floorFolder, clients [
 // statements, (a)'s transactions with an ideal stamper apart, and (c)'s copies, each variant
 // against the plain insert of the very same rows.
 func WriteFloor(ctx context.Context, pool *pgxpool.Pool, opts WriteOptions, out io.Writer) (FloorResult, error) {
-	fmt.Fprintln(out, "floor: the least any design adds per own event, as plain SQL in the plain insert's own statement (digest fold, numbers): no checks, no triggers, no queue, no NOTIFY; these are not streamseal's figures")
-	if err := createFloorTables(ctx, pool, "bulk_plain", "bulk_dig", "bulk_row", "bulk_round", "txn_plain", "txn_row", "txn_round", "ingest_plain", "ingest_fold", "ingest_plain_fold",
-		"bulk_folder_row", "bulk_folder_round"); err != nil {
+	fmt.Fprintln(out, "floor: the least any design adds per own event, as plain SQL in the plain insert's own statement or by an ideal folder apart (digest fold, numbers): no checks, no triggers, no queue, no NOTIFY; these are not streamseal's figures")
+	if err := createFloorTables(ctx, pool, "bulk_plain", "bulk_dig", "bulk_row", "bulk_round", "bulk_folder_row", "bulk_folder_round",
+		"txn_plain", "txn_row", "txn_round", "ingest_plain", "ingest_fold", "ingest_plain_fold"); err != nil {
 		return FloorResult{}, err
 	}
 	// The txn variants use Clients+1 connections at once: open them now, not in the first round.
 	if err := warmConnections(ctx, pool, opts.Clients+1); err != nil {
 		return FloorResult{}, err
 	}
-	gen := &generator{payload: strings.Repeat("x", opts.PayloadBytes), streams: opts.StreamsPerActor, versions: map[string]int64{}}
-	server := newServerCPU(ctx, pool)
+	f := floorPhase{pool: pool, opts: opts, out: out, server: newServerCPU(ctx, pool),
+		gen: &generator{payload: strings.Repeat("x", opts.PayloadBytes), streams: opts.StreamsPerActor, versions: map[string]int64{}}}
 	var r FloorResult
-	bulkRows := &floorFolder{pool: pool, sql: floorFolderSQL("bulk_folder_row", floorRowsCTE), batch: stamper.BatchSizeDefault}
-	bulkRound := &floorFolder{pool: pool, sql: floorFolderSQL("bulk_folder_round", floorRoundCTE), batch: stamper.BatchSizeDefault}
-	bulk, err := floorRounds(ctx, out, server, "bulk", opts.Rounds, []string{"plain", "+digests", "+digests+number rows", "+digests+one array row",
-		"+folder: number rows+digests", "+folder: one array row a pass+digests"}, func() []floorRun {
-		batches := make([][]store.NewEvent, opts.BulkStatements)
-		for i := range batches {
-			batches[i] = gen.events("floor-bulk", opts.BulkSize)
-		}
-		return []floorRun{
-			floorStatements(pool, floorBulkSQL("bulk_plain"), batches),
-			floorStatements(pool, floorBulkSQL("bulk_dig", floorFoldCTE), batches),
-			floorStatements(pool, floorBulkSQL("bulk_row", floorRowsCTE, floorFoldCTE), batches),
-			floorStatements(pool, floorBulkSQL("bulk_round", floorRoundCTE, floorFoldCTE), batches),
-			floorTxn(pool, "bulk_folder_row", bulkRows, [][][]store.NewEvent{batches}),
-			floorTxn(pool, "bulk_folder_round", bulkRound, [][][]store.NewEvent{batches}),
-		}
-	})
+	bulk, err := f.bulk(ctx)
 	if err != nil {
 		return FloorResult{}, err
 	}
-	r.BulkDigRatio, r.BulkRowRatio, r.BulkRoundRatio = bulk[1], bulk[2], bulk[3]
-	r.BulkFolderRowRatio, r.BulkFolderRoundRatio = bulk[4], bulk[5]
-
-	rows := &floorFolder{pool: pool, sql: floorFolderSQL("txn_row", floorRowsCTE), batch: stamper.BatchSizeDefault}
-	round := &floorFolder{pool: pool, sql: floorFolderSQL("txn_round", floorRoundCTE), batch: stamper.BatchSizeDefault}
-	txn, err := floorRounds(ctx, out, server, "txn", opts.Rounds, []string{"plain", "+folder: number rows+digests", "+folder: one array row a pass+digests"}, func() []floorRun {
-		clients := make([][][]store.NewEvent, opts.Clients)
-		for c := range clients {
-			clients[c] = make([][]store.NewEvent, opts.TxnsPerClient)
-			for i := range clients[c] {
-				clients[c][i] = gen.events(fmt.Sprintf("floor-c%d", c), 1+rand.IntN(10))
-			}
-		}
-		return []floorRun{floorTxn(pool, "txn_plain", nil, clients), floorTxn(pool, "txn_row", rows, clients), floorTxn(pool, "txn_round", round, clients)}
-	})
+	r.BulkDigRatio, r.BulkRowRatio, r.BulkRoundRatio, r.BulkFolderRowRatio, r.BulkFolderRoundRatio = bulk[1], bulk[2], bulk[3], bulk[4], bulk[5]
+	txn, err := f.txn(ctx)
 	if err != nil {
 		return FloorResult{}, err
 	}
 	r.TxnRowRatio, r.TxnRoundRatio = txn[1], txn[2]
-
-	copies := &copyGenerator{generator: gen, origin: "bench-origin", typeSeqs: map[string]int64{}}
-	ingest, err := floorRounds(ctx, out, server, "ingest", opts.Rounds, []string{"plain copies", "+on conflict do nothing+digests", "+digests (plain insert)"}, func() []floorRun {
-		batches := make([][]store.EventCopy, opts.IngestStatements)
-		for i := range batches {
-			batches[i] = copies.copies(opts.IngestBatch)
-		}
-		return []floorRun{
-			floorStatements(pool, strings.Replace(baselineCopyInsert, BaselineTable, floorPrefix("ingest_plain")+"_events", 1), batches),
-			floorStatements(pool, floorIngestSQL("ingest_fold", true), batches),
-			floorStatements(pool, floorIngestSQL("ingest_plain_fold", false), batches),
-		}
-	})
+	ingest, err := f.ingest(ctx)
 	if err != nil {
 		return FloorResult{}, err
 	}
 	r.IngestRatio, r.IngestFoldRatio = ingest[1], ingest[2]
 	fmt.Fprintf(out, "floor median ratio, plain insert / plain insert + the least work (not streamseal's figures): %s\n", r.resultKeys())
 	return r, nil
+}
+
+// floorPhase is what the floor's scenarios share.
+type floorPhase struct {
+	pool   *pgxpool.Pool
+	opts   WriteOptions
+	out    io.Writer
+	server serverCPU
+	gen    *generator
+}
+
+func (f floorPhase) folder(variant string, numbers func(variant, src string) string) *floorFolder {
+	return &floorFolder{pool: f.pool, sql: floorFolderSQL(variant, numbers), batch: stamper.BatchSizeDefault}
+}
+
+// bulk: (b)'s statements, the work in each statement, then apart by a folder.
+func (f floorPhase) bulk(ctx context.Context) ([]float64, error) {
+	rows, round := f.folder("bulk_folder_row", floorRowsCTE), f.folder("bulk_folder_round", floorRoundCTE)
+	labels := []string{"plain", "+digests", "+digests+number rows", "+digests+one array row",
+		"+folder: number rows+digests", "+folder: one array row a pass+digests"}
+	return floorRounds(ctx, f.out, f.server, "bulk", f.opts.Rounds, labels, func() []floorRun {
+		batches := make([][]store.NewEvent, f.opts.BulkStatements)
+		for i := range batches {
+			batches[i] = f.gen.events("floor-bulk", f.opts.BulkSize)
+		}
+		return []floorRun{
+			floorStatements(f.pool, floorBulkSQL("bulk_plain"), batches),
+			floorStatements(f.pool, floorBulkSQL("bulk_dig", floorFoldCTE), batches),
+			floorStatements(f.pool, floorBulkSQL("bulk_row", floorRowsCTE, floorFoldCTE), batches),
+			floorStatements(f.pool, floorBulkSQL("bulk_round", floorRoundCTE, floorFoldCTE), batches),
+			floorTxn(f.pool, "bulk_folder_row", rows, [][][]store.NewEvent{batches}),
+			floorTxn(f.pool, "bulk_folder_round", round, [][][]store.NewEvent{batches}),
+		}
+	})
+}
+
+// txn: (a)'s clients and transactions, the work done by a folder apart.
+func (f floorPhase) txn(ctx context.Context) ([]float64, error) {
+	rows, round := f.folder("txn_row", floorRowsCTE), f.folder("txn_round", floorRoundCTE)
+	labels := []string{"plain", "+folder: number rows+digests", "+folder: one array row a pass+digests"}
+	return floorRounds(ctx, f.out, f.server, "txn", f.opts.Rounds, labels, func() []floorRun {
+		clients := make([][][]store.NewEvent, f.opts.Clients)
+		for c := range clients {
+			clients[c] = make([][]store.NewEvent, f.opts.TxnsPerClient)
+			for i := range clients[c] {
+				clients[c][i] = f.gen.events(fmt.Sprintf("floor-c%d", c), 1+rand.IntN(10))
+			}
+		}
+		return []floorRun{floorTxn(f.pool, "txn_plain", nil, clients), floorTxn(f.pool, "txn_row", rows, clients), floorTxn(f.pool, "txn_round", round, clients)}
+	})
+}
+
+// ingest: (c)'s copies, stored with and without the conflict skip, and folded.
+func (f floorPhase) ingest(ctx context.Context) ([]float64, error) {
+	copies := &copyGenerator{generator: f.gen, origin: "bench-origin", typeSeqs: map[string]int64{}}
+	labels := []string{"plain copies", "+on conflict do nothing+digests", "+digests (plain insert)"}
+	return floorRounds(ctx, f.out, f.server, "ingest", f.opts.Rounds, labels, func() []floorRun {
+		batches := make([][]store.EventCopy, f.opts.IngestStatements)
+		for i := range batches {
+			batches[i] = copies.copies(f.opts.IngestBatch)
+		}
+		return []floorRun{
+			floorStatements(f.pool, strings.Replace(baselineCopyInsert, BaselineTable, floorPrefix("ingest_plain")+"_events", 1), batches),
+			floorStatements(f.pool, floorIngestSQL("ingest_fold", true), batches),
+			floorStatements(f.pool, floorIngestSQL("ingest_plain_fold", false), batches),
+		}
+	})
 }
 
 // warmConnections has the pool open n connections (and keep them), so no timed run pays for one.
