@@ -100,6 +100,8 @@ type WriteResult struct {
 	DeadTupleRatio                  float64 // events' dead tuples / all tuples after BloatEvents appends and a stamp
 	// The same ratios in server CPU spent (0 when the server is not on this machine).
 	TxnCPURatio, BulkCPURatio, IngestCPURatio float64
+	// Floor: the least work any design adds, timed the same way (not streamseal's figures).
+	Floor FloorResult
 }
 
 // Write runs the write benchmark on pool (a migrated database whose service is named) and prints
@@ -245,8 +247,13 @@ func Write(ctx context.Context, pool *pgxpool.Pool, opts WriteOptions, out io.Wr
 			r.TxnCPURatio, r.BulkCPURatio, r.IngestCPURatio)
 		cpuKeys = fmt.Sprintf(" txn_cpu_ratio=%.3f bulk_cpu_ratio=%.3f ingest_cpu_ratio=%.3f", r.TxnCPURatio, r.BulkCPURatio, r.IngestCPURatio)
 	}
-	fmt.Fprintf(out, "RESULT write txn_ratio=%.3f bulk_ratio=%.3f ingest_ratio=%.3f stamper_events_per_s=%.0f stamper_lag_p99_ms=%.1f dead_tuple_ratio=%.3f txn_append_ratio=%.3f bulk_append_ratio=%.3f%s durable=%d busy=%d\n",
-		r.TxnRatio, r.BulkRatio, r.IngestRatio, r.StamperEventsPerSecond, msFloat(r.StamperLagP99), r.DeadTupleRatio, r.TxnAppendRatio, r.BulkAppendRatio, cpuKeys, durable, load.End())
+
+	// (f) The floor: what any design's least work would cost, for reading the ratios above.
+	if r.Floor, err = WriteFloor(ctx, pool, opts, out); err != nil {
+		return WriteResult{}, err
+	}
+	fmt.Fprintf(out, "RESULT write txn_ratio=%.3f bulk_ratio=%.3f ingest_ratio=%.3f stamper_events_per_s=%.0f stamper_lag_p99_ms=%.1f dead_tuple_ratio=%.3f txn_append_ratio=%.3f bulk_append_ratio=%.3f%s durable=%d busy=%d %s\n",
+		r.TxnRatio, r.BulkRatio, r.IngestRatio, r.StamperEventsPerSecond, msFloat(r.StamperLagP99), r.DeadTupleRatio, r.TxnAppendRatio, r.BulkAppendRatio, cpuKeys, durable, load.End(), r.Floor.resultKeys())
 	return r, nil
 }
 
@@ -516,4 +523,403 @@ func medianRatio(base, seal []time.Duration) float64 {
 	}
 	sort.Float64s(rs)
 	return rs[len(rs)/2]
+}
+
+// The write floor (issue 16): the least work any design must add to a plain insert per own
+// event, written as plain SQL in the plain insert's own statement (CTEs) or done by an ideal
+// stamper apart (floorFolder), and timed against that plain insert, alternating rounds as (a)
+// and (b) do. No function (but the digest hash), no
+// trigger, no queue, no NOTIFY, no check: not streamseal's figures, but the ceiling any design
+// of its numbering and digests could reach on this machine. Each variant writes tables of its own
+// (streamseal_bench.floor_<variant>_*), shaped like streamseal's: events, stream_digests (with
+// its fillfactor 50), own_numbers, and a rounds table holding one stamp round's numbers as arrays.
+
+// FloorResult carries the floor's median ratios, plain insert time / variant time (1.0 = free).
+type FloorResult struct {
+	BulkDigRatio   float64 // 1000-event statements + the digest fold of their rows
+	BulkRowRatio   float64 // + that and one own_numbers-shaped row per event
+	BulkRoundRatio float64 // + the fold and one row of arrays per statement
+	TxnRowRatio    float64 // (a)'s clients plain-inserting, a folder numbering rows + folding
+	TxnRoundRatio  float64 // the same, the folder writing one row of arrays per pass
+	IngestRatio    float64 // copies with on conflict (event_id) do nothing + the digest fold
+
+	// The bulk statements plain, with the numbers and fold done apart by a folder as in the txn
+	// variants: the same work, but a folder can use the second core while the one bulk client
+	// waits on its statements, so these are the wall-clock floor of a stamper design.
+	BulkFolderRowRatio, BulkFolderRoundRatio float64
+
+	// Copies inserted plainly + the digest fold: idempotent already by the primary key (a batch
+	// holding a known id fails and is retried with the conflict skip, as ingest does), so this,
+	// not IngestRatio, is the least ingest must do when nothing conflicts.
+	IngestFoldRatio float64
+}
+
+// resultKeys are the floor's RESULT keys.
+func (r FloorResult) resultKeys() string {
+	return fmt.Sprintf("floor_bulk_dig_ratio=%.3f floor_bulk_row_ratio=%.3f floor_bulk_round_ratio=%.3f floor_txn_row_ratio=%.3f floor_txn_round_ratio=%.3f floor_ingest_ratio=%.3f floor_bulk_folder_row_ratio=%.3f floor_bulk_folder_round_ratio=%.3f floor_ingest_fold_ratio=%.3f",
+		r.BulkDigRatio, r.BulkRowRatio, r.BulkRoundRatio, r.TxnRowRatio, r.TxnRoundRatio, r.IngestRatio, r.BulkFolderRowRatio, r.BulkFolderRoundRatio, r.IngestFoldRatio)
+}
+
+const floorOrigin = "bench-floor"
+
+// floorPrefix names a variant's tables: <prefix>_events, _digests, _numbers, _rounds, _seq.
+func floorPrefix(variant string) string { return "streamseal_bench.floor_" + variant }
+
+// createFloorTables creates each variant's tables anew, empty.
+func createFloorTables(ctx context.Context, pool *pgxpool.Pool, variants ...string) error {
+	for _, v := range variants {
+		if _, err := pool.Exec(ctx, fmt.Sprintf(`
+			create schema if not exists streamseal_bench;
+			drop table if exists %[1]s_events, %[1]s_digests, %[1]s_numbers, %[1]s_rounds;
+			drop sequence if exists %[1]s_seq;
+			create table %[1]s_events (like streamseal.events including all);
+			create table %[1]s_digests (like streamseal.stream_digests including all) with (fillfactor = 50);
+			create table %[1]s_numbers (like streamseal.own_numbers including all);
+			create table %[1]s_rounds (origin text not null, origin_seq_first bigint not null, event_ids uuid[] not null,
+				type_seqs bigint[] not null, primary key (origin, origin_seq_first));
+			create sequence %[1]s_seq`, floorPrefix(v))); err != nil {
+			return fmt.Errorf("floor: create the tables of %s: %w", v, err)
+		}
+	}
+	return nil
+}
+
+// floorPlainInsert is baselineInsert into a variant's own table: the plain side of every ratio.
+func floorPlainInsert(variant string) string {
+	return strings.Replace(strings.Replace(baselineInsert, BaselineTable, floorPrefix(variant)+"_events", 1), "'bench-baseline'", "'"+floorOrigin+"'", 1)
+}
+
+// floorInsertCTE is the plain insert as a CTE named ins, returning what the fold and numbers read.
+func floorInsertCTE(variant string) string {
+	return fmt.Sprintf(`ins as (%s returning event_id, origin, tenant, event_type, stream_id, flags)`, floorPlainInsert(variant))
+}
+
+// floorFoldCTE folds the rows of src into the variant's digests, one upsert per bucket.
+func floorFoldCTE(variant, src string) string {
+	return fmt.Sprintf(`dg as (insert into %[1]s_digests as d (origin, tenant, event_type, stream_id, x0, x1, n, updated_at)
+		select i.origin, i.tenant, i.event_type, i.stream_id, bit_xor(streamseal._h0(i.event_id)), bit_xor(streamseal._h1(i.event_id)), count(*), now()
+		from %[2]s i group by 1, 2, 3, 4 order by 1, 2, 3, 4
+		on conflict (origin, tenant, event_type, stream_id) do update
+		set x0 = d.x0 # excluded.x0, x1 = d.x1 # excluded.x1, n = d.n + excluded.n, updated_at = excluded.updated_at)`, floorPrefix(variant), src)
+}
+
+// floorRowsCTE numbers each row of src with one own_numbers-shaped row (today's design). A
+// sequence stands in for both numbers: less work than per-type numbering, as a floor should be.
+func floorRowsCTE(variant, src string) string {
+	return fmt.Sprintf(`nm as (insert into %[1]s_numbers (origin, origin_seq, type_seq, event_id, tenant, event_type, stream_id, flags)
+		select x.origin, x.s, x.s, x.event_id, x.tenant, x.event_type, x.stream_id, x.flags
+		from (select i.*, nextval('%[1]s_seq') as s from %[2]s i) x)`, floorPrefix(variant), src)
+}
+
+// floorRoundCTE numbers the rows of src as one row of arrays: the round's first number, its
+// events and their numbers in order.
+func floorRoundCTE(variant, src string) string {
+	return fmt.Sprintf(`nm as (insert into %[1]s_rounds (origin, origin_seq_first, event_ids, type_seqs)
+		select '%[3]s', min(x.s), array_agg(x.event_id), array_agg(x.s)
+		from (select i.event_id, nextval('%[1]s_seq') as s from %[2]s i) x having count(*) > 0)`, floorPrefix(variant), src, floorOrigin)
+}
+
+// floorBulkSQL is one statement per batch: the plain insert and the variant's CTEs after it.
+func floorBulkSQL(variant string, ctes ...func(variant, src string) string) string {
+	if len(ctes) == 0 {
+		return floorPlainInsert(variant)
+	}
+	parts := []string{floorInsertCTE(variant)}
+	for _, cte := range ctes {
+		parts = append(parts, cte(variant, "ins"))
+	}
+	return "with " + strings.Join(parts, ",\n") + "\nselect count(*) from ins"
+}
+
+// floorFolderSQL is one pass of an ideal stamper: the rows inserted since the last pass ($1, a
+// local_id), at most $2, numbered and folded in one statement. It takes only the gapless run of
+// local_ids after $1 (none rolls back here, so a gap is a transaction still in flight), so a late
+// commit is never passed over (invariant 7's concern) and the folder's work is exactly the
+// clients' rows. It returns the new last local_id and how many rows it took.
+func floorFolderSQL(variant string, numbers func(variant, src string) string) string {
+	return fmt.Sprintf(`with b as (select local_id, event_id, origin, tenant, event_type, stream_id, flags from %[1]s_events
+			where local_id > $1 order by local_id limit $2),
+		ready as (select c.* from (select b.*, row_number() over (order by b.local_id) as rn from b) c where c.local_id = $1 + c.rn),
+		%[2]s,
+		%[3]s
+		select coalesce(max(local_id), $1)::bigint, count(*) from ready`, floorPrefix(variant), numbers(variant, "ready"), floorFoldCTE(variant, "ready"))
+}
+
+// floorIngestSQL: copies stored (with skipConflicts, on conflict (event_id) do nothing) and folded.
+func floorIngestSQL(variant string, skipConflicts bool) string {
+	insert := strings.Replace(baselineCopyInsert, BaselineTable, floorPrefix(variant)+"_events", 1)
+	if skipConflicts {
+		insert += " on conflict (event_id) do nothing"
+	}
+	return fmt.Sprintf(`with ins as (%s returning event_id, origin, tenant, event_type, stream_id),
+		%s
+		select count(*) from ins`, insert, floorFoldCTE(variant, "ins"))
+}
+
+// floorRun times one variant's share of a round.
+type floorRun func(context.Context) (time.Duration, error)
+
+// floorRounds runs opts.Rounds rounds of a scenario's variants (the plain insert first in the
+// list), alternating their order so noise falls on all, prints each round, and returns the median
+// ratio of the plain insert to each other variant. prepare makes one round's runs over the same
+// rows, one per variant. When the server's CPU can be read, the same ratios in server CPU spent
+// are printed too (a busy neighbour skews them less).
+func floorRounds(ctx context.Context, out io.Writer, server serverCPU, scenario string, rounds int, labels []string, prepare func() []floorRun) ([]float64, error) {
+	times := make([][]time.Duration, len(labels))
+	cpus := make([][]time.Duration, len(labels))
+	for round := range rounds {
+		runs := prepare()
+		for k := range runs {
+			i := k
+			if round%2 == 1 {
+				i = len(runs) - 1 - k
+			}
+			cpuStart := server.Now()
+			d, err := runs[i](ctx)
+			if err != nil {
+				return nil, fmt.Errorf("floor %s, %s: %w", scenario, labels[i], err)
+			}
+			times[i] = append(times[i], d)
+			cpus[i] = append(cpus[i], server.Now()-cpuStart)
+		}
+		fmt.Fprintf(out, "floor round %d: %s: %s %-8s", round+1, scenario, labels[0], ms(times[0][round]))
+		for i := 1; i < len(labels); i++ {
+			fmt.Fprintf(out, " | %s %-8s %.3f", labels[i], ms(times[i][round]), ratio(times[0][round], times[i][round]))
+		}
+		fmt.Fprintln(out)
+	}
+	medians := make([]float64, len(labels))
+	for i := 1; i < len(labels); i++ {
+		medians[i] = medianRatio(times[0], times[i])
+	}
+	if server.Available() {
+		fmt.Fprintf(out, "floor %s: median ratio of server CPU spent, plain/variant:", scenario)
+		for i := 1; i < len(labels); i++ {
+			fmt.Fprintf(out, " %s %.3f", labels[i], medianRatio(cpus[0], cpus[i]))
+		}
+		fmt.Fprintln(out)
+	}
+	return medians, nil
+}
+
+// floorStatements times one statement per batch.
+func floorStatements[T any](pool *pgxpool.Pool, sql string, batches [][]T) floorRun {
+	return func(ctx context.Context) (time.Duration, error) {
+		start := time.Now()
+		for _, batch := range batches {
+			if _, err := pool.Exec(ctx, sql, batch); err != nil {
+				return 0, err
+			}
+		}
+		return time.Since(start), nil
+	}
+}
+
+// floorFolder is the ideal stamper of a folder variant: one goroutine, one statement a pass, woken
+// by the clients in process (a NOTIFY that costs the database nothing).
+type floorFolder struct {
+	pool  *pgxpool.Pool
+	sql   string
+	batch int
+	last  int64 // every row up to this local_id is numbered and folded
+}
+
+// run folds until done is closed and a pass begun after that finds fewer rows than a batch:
+// every client has committed by then, so that pass saw and took the last of them.
+func (f *floorFolder) run(ctx context.Context, wake, done <-chan struct{}) error {
+	for {
+		finished := isClosed(done)
+		var taken int64
+		if err := f.pool.QueryRow(ctx, f.sql, f.last, f.batch).Scan(&f.last, &taken); err != nil {
+			return fmt.Errorf("folder pass after local_id %d: %w", f.last, err)
+		}
+		switch {
+		case taken == int64(f.batch):
+		case finished:
+			return nil
+		default:
+			select {
+			case <-wake:
+			case <-done:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+	}
+}
+
+func isClosed(c <-chan struct{}) bool {
+	select {
+	case <-c:
+		return true
+	default:
+		return false
+	}
+}
+
+// floorTxn times clients plain-inserting their batches (a's transactions, or b's statements as
+// one client) into variant's table and, with a folder, until the folder has caught up with the
+// last row.
+func floorTxn(pool *pgxpool.Pool, variant string, folder *floorFolder, clients [][][]store.NewEvent) floorRun {
+	return func(ctx context.Context) (time.Duration, error) {
+		ctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		sql := floorPlainInsert(variant)
+		wake, done := make(chan struct{}, 1), make(chan struct{})
+		folded := make(chan error, 1)
+		start := time.Now()
+		if folder != nil {
+			go func() { folded <- folder.run(ctx, wake, done) }()
+		}
+		errs := make(chan error, len(clients))
+		for _, batches := range clients {
+			go func() {
+				for _, batch := range batches {
+					if _, err := pool.Exec(ctx, sql, batch); err != nil {
+						errs <- err
+						return
+					}
+					select {
+					case wake <- struct{}{}:
+					default:
+					}
+				}
+				errs <- nil
+			}()
+		}
+		var first error
+		for range clients {
+			if err := <-errs; err != nil && first == nil {
+				first = err
+				cancel() // the folder would wait for the gap a failed insert left
+			}
+		}
+		close(done)
+		if folder != nil {
+			if err := <-folded; err != nil && first == nil {
+				first = err
+			}
+		}
+		return time.Since(start), first
+	}
+}
+
+// WriteFloor runs the write floor (see FloorResult) on pool, a migrated database: (b)'s bulk
+// statements, (a)'s transactions with an ideal stamper apart, and (c)'s copies, each variant
+// against the plain insert of the very same rows.
+func WriteFloor(ctx context.Context, pool *pgxpool.Pool, opts WriteOptions, out io.Writer) (FloorResult, error) {
+	fmt.Fprintln(out, "floor: the least any design adds per own event, as plain SQL in the plain insert's own statement or by an ideal folder apart (digest fold, numbers): no checks, no triggers, no queue, no NOTIFY; these are not streamseal's figures")
+	if err := createFloorTables(ctx, pool, "bulk_plain", "bulk_dig", "bulk_row", "bulk_round", "bulk_folder_row", "bulk_folder_round",
+		"txn_plain", "txn_row", "txn_round", "ingest_plain", "ingest_fold", "ingest_plain_fold"); err != nil {
+		return FloorResult{}, err
+	}
+	// The txn variants use Clients+1 connections at once: open them now, not in the first round.
+	if err := warmConnections(ctx, pool, opts.Clients+1); err != nil {
+		return FloorResult{}, err
+	}
+	f := floorPhase{pool: pool, opts: opts, out: out, server: newServerCPU(ctx, pool),
+		gen: &generator{payload: strings.Repeat("x", opts.PayloadBytes), streams: opts.StreamsPerActor, versions: map[string]int64{}}}
+	var r FloorResult
+	bulk, err := f.bulk(ctx)
+	if err != nil {
+		return FloorResult{}, err
+	}
+	r.BulkDigRatio, r.BulkRowRatio, r.BulkRoundRatio, r.BulkFolderRowRatio, r.BulkFolderRoundRatio = bulk[1], bulk[2], bulk[3], bulk[4], bulk[5]
+	txn, err := f.txn(ctx)
+	if err != nil {
+		return FloorResult{}, err
+	}
+	r.TxnRowRatio, r.TxnRoundRatio = txn[1], txn[2]
+	ingest, err := f.ingest(ctx)
+	if err != nil {
+		return FloorResult{}, err
+	}
+	r.IngestRatio, r.IngestFoldRatio = ingest[1], ingest[2]
+	fmt.Fprintf(out, "floor median ratio, plain insert / plain insert + the least work (not streamseal's figures): %s\n", r.resultKeys())
+	return r, nil
+}
+
+// floorPhase is what the floor's scenarios share.
+type floorPhase struct {
+	pool   *pgxpool.Pool
+	opts   WriteOptions
+	out    io.Writer
+	server serverCPU
+	gen    *generator
+}
+
+func (f floorPhase) folder(variant string, numbers func(variant, src string) string) *floorFolder {
+	return &floorFolder{pool: f.pool, sql: floorFolderSQL(variant, numbers), batch: stamper.BatchSizeDefault}
+}
+
+// bulk: (b)'s statements, the work in each statement, then apart by a folder.
+func (f floorPhase) bulk(ctx context.Context) ([]float64, error) {
+	rows, round := f.folder("bulk_folder_row", floorRowsCTE), f.folder("bulk_folder_round", floorRoundCTE)
+	labels := []string{"plain", "+digests", "+digests+number rows", "+digests+one array row",
+		"+folder: number rows+digests", "+folder: one array row a pass+digests"}
+	return floorRounds(ctx, f.out, f.server, "bulk", f.opts.Rounds, labels, func() []floorRun {
+		batches := make([][]store.NewEvent, f.opts.BulkStatements)
+		for i := range batches {
+			batches[i] = f.gen.events("floor-bulk", f.opts.BulkSize)
+		}
+		return []floorRun{
+			floorStatements(f.pool, floorBulkSQL("bulk_plain"), batches),
+			floorStatements(f.pool, floorBulkSQL("bulk_dig", floorFoldCTE), batches),
+			floorStatements(f.pool, floorBulkSQL("bulk_row", floorRowsCTE, floorFoldCTE), batches),
+			floorStatements(f.pool, floorBulkSQL("bulk_round", floorRoundCTE, floorFoldCTE), batches),
+			floorTxn(f.pool, "bulk_folder_row", rows, [][][]store.NewEvent{batches}),
+			floorTxn(f.pool, "bulk_folder_round", round, [][][]store.NewEvent{batches}),
+		}
+	})
+}
+
+// txn: (a)'s clients and transactions, the work done by a folder apart.
+func (f floorPhase) txn(ctx context.Context) ([]float64, error) {
+	rows, round := f.folder("txn_row", floorRowsCTE), f.folder("txn_round", floorRoundCTE)
+	labels := []string{"plain", "+folder: number rows+digests", "+folder: one array row a pass+digests"}
+	return floorRounds(ctx, f.out, f.server, "txn", f.opts.Rounds, labels, func() []floorRun {
+		clients := make([][][]store.NewEvent, f.opts.Clients)
+		for c := range clients {
+			clients[c] = make([][]store.NewEvent, f.opts.TxnsPerClient)
+			for i := range clients[c] {
+				clients[c][i] = f.gen.events(fmt.Sprintf("floor-c%d", c), 1+rand.IntN(10))
+			}
+		}
+		return []floorRun{floorTxn(f.pool, "txn_plain", nil, clients), floorTxn(f.pool, "txn_row", rows, clients), floorTxn(f.pool, "txn_round", round, clients)}
+	})
+}
+
+// ingest: (c)'s copies, stored with and without the conflict skip, and folded.
+func (f floorPhase) ingest(ctx context.Context) ([]float64, error) {
+	copies := &copyGenerator{generator: f.gen, origin: "bench-origin", typeSeqs: map[string]int64{}}
+	labels := []string{"plain copies", "+on conflict do nothing+digests", "+digests (plain insert)"}
+	return floorRounds(ctx, f.out, f.server, "ingest", f.opts.Rounds, labels, func() []floorRun {
+		batches := make([][]store.EventCopy, f.opts.IngestStatements)
+		for i := range batches {
+			batches[i] = copies.copies(f.opts.IngestBatch)
+		}
+		return []floorRun{
+			floorStatements(f.pool, strings.Replace(baselineCopyInsert, BaselineTable, floorPrefix("ingest_plain")+"_events", 1), batches),
+			floorStatements(f.pool, floorIngestSQL("ingest_fold", true), batches),
+			floorStatements(f.pool, floorIngestSQL("ingest_plain_fold", false), batches),
+		}
+	})
+}
+
+// warmConnections has the pool open n connections (and keep them), so no timed run pays for one.
+func warmConnections(ctx context.Context, pool *pgxpool.Pool, n int) error {
+	conns := make([]*pgxpool.Conn, 0, n)
+	defer func() {
+		for _, c := range conns {
+			c.Release()
+		}
+	}()
+	for range min(n, int(pool.Config().MaxConns)) {
+		c, err := pool.Acquire(ctx)
+		if err != nil {
+			return fmt.Errorf("floor: open a connection: %w", err)
+		}
+		conns = append(conns, c)
+	}
+	return nil
 }
