@@ -284,7 +284,10 @@ begin
     -- GUARD: a page is read whole or refused whole.
     perform streamseal._require_comparison('compare_stream_digests', compare_stream_digests.origin,
         compare_stream_digests.from_seq, compare_stream_digests.to_seq, compare_stream_digests.settle);
-    if compare_stream_digests.covered_after >= compare_stream_digests.covered_through then
+    -- Stream ranges are in byte order (collate "C") on both sides of the wire, whatever this
+    -- database's default collation (migration 044 gives the stream_id columns that order; a
+    -- parameter or an answer's array carries the default, so comparisons between them say it).
+    if compare_stream_digests.covered_after >= compare_stream_digests.covered_through collate "C" then
         raise exception 'compare_stream_digests: stream range (%, %] is invalid: expected covered_after < covered_through (null: unbounded)',
             pg_catalog.quote_literal(compare_stream_digests.covered_after), pg_catalog.quote_literal(compare_stream_digests.covered_through)
             using errcode = '22023';
@@ -308,7 +311,8 @@ begin
             when a.stream_id = '' then 'stream_id '''' is invalid: expected a non-empty stream id'
             when a.tenant is null then 'tenant null is invalid: expected a name ('''' for a single-tenant service)'
             when a.event_type is null then 'event_type null is invalid: expected a non-empty name'
-            when a.stream_id <= compare_stream_digests.covered_after or a.stream_id > compare_stream_digests.covered_through then
+            when a.stream_id collate "C" <= compare_stream_digests.covered_after
+              or a.stream_id collate "C" > compare_stream_digests.covered_through then
                 pg_catalog.format('stream_id %L lies outside the covered stream range (%s, %s]', a.stream_id,
                                   coalesce(pg_catalog.quote_literal(compare_stream_digests.covered_after), 'null'),
                                   coalesce(pg_catalog.quote_literal(compare_stream_digests.covered_through), 'null'))
