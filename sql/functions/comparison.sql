@@ -355,7 +355,8 @@ begin
 
     return query
     with answer as (
-        select a.stream_id, a.tenant, a.event_type, a.x0, a.x1, a.n
+        -- In byte order, as the page was built and as this store's stream_id columns compare.
+        select a.stream_id collate "C" as stream_id, a.tenant, a.event_type, a.x0, a.x1, a.n
         from rows from (pg_catalog.unnest(compare_stream_digests.stream_ids),
                         pg_catalog.unnest(compare_stream_digests.tenants),
                         pg_catalog.unnest(compare_stream_digests.event_types),
@@ -378,8 +379,8 @@ begin
         where (select b.whole_history from bounds b) and d.origin = compare_stream_digests.origin
           and d.event_type = any (listed)
           and (compare_stream_digests.tenants_only is null or d.tenant = any (compare_stream_digests.tenants_only))
-          and (compare_stream_digests.covered_after is null or d.stream_id > compare_stream_digests.covered_after)
-          and (compare_stream_digests.covered_through is null or d.stream_id <= compare_stream_digests.covered_through)
+          and (compare_stream_digests.covered_after is null or d.stream_id > compare_stream_digests.covered_after collate "C")
+          and (compare_stream_digests.covered_through is null or d.stream_id <= compare_stream_digests.covered_through collate "C")
           and (d.x0, d.x1, d.n) <> (0, 0, 0)
         union all
         select e.stream_id, e.tenant, e.event_type,
@@ -391,8 +392,8 @@ begin
           and streamseal._counts_in_digest(e.origin_seq, e.flags)
           and e.event_type = any (listed)
           and (compare_stream_digests.tenants_only is null or e.tenant = any (compare_stream_digests.tenants_only))
-          and (compare_stream_digests.covered_after is null or e.stream_id > compare_stream_digests.covered_after)
-          and (compare_stream_digests.covered_through is null or e.stream_id <= compare_stream_digests.covered_through)
+          and (compare_stream_digests.covered_after is null or e.stream_id > compare_stream_digests.covered_after collate "C")
+          and (compare_stream_digests.covered_through is null or e.stream_id <= compare_stream_digests.covered_through collate "C")
         group by e.stream_id, e.tenant, e.event_type
     ), paired as (
         select coalesce(m.stream_id, a.stream_id) as stream_id, coalesce(m.tenant, a.tenant) as tenant,
