@@ -51,6 +51,12 @@ func TestMigrate_UpgradeMovesOwnNumbersInPlace(t *testing.T) {
 	mustExec(t, conn, `drop index streamseal.sent_requests_open_follow_ups`)                                // 041
 	mustExec(t, conn, `alter table streamseal.redelivery_queue drop column state_only`)                     // 044
 	mustExec(t, conn, `create index redelivery_queue_by_accepted_at on streamseal.redelivery_queue (accepted_at)`)
+	// 045: the stream_id columns back to the database's default collation (its down section;
+	// the views over events depend on the column and are re-created by the install).
+	mustExec(t, conn, `drop view if exists streamseal.numbered_events, streamseal.own_events, streamseal.event_numbers cascade`)
+	for _, table := range []string{"events", "stream_digests", "repair_ledger", "stream_closes", "copy_closes", "history_changes"} {
+		mustExec(t, conn, `alter table streamseal.`+table+` alter column stream_id type text collate "default"`)
+	}
 	mustExec(t, conn, `create index events_unstamped on streamseal.events (local_id) where origin_seq is null`)
 	mustExec(t, conn, "update "+migrate.VersionTable+" set version = 31")
 	mustExec(t, conn, `alter table streamseal.events disable trigger user`)
@@ -89,6 +95,19 @@ func TestMigrate_UpgradeMovesOwnNumbersInPlace(t *testing.T) {
 	}
 	if inEvents != 0 || numbered != int64(size) {
 		t.Fatalf("after the upgrade %d own events carry numbers in events and own_numbers holds %d rows; want 0 and %d", inEvents, numbered, size)
+	}
+
+	// 045 on a database holding events: every stream_id column compares in byte order.
+	var notC []string
+	if err := conn.QueryRow(ctx, `
+		select coalesce(array_agg(c.relname::text order by c.relname), '{}')
+		from pg_attribute a join pg_class c on c.oid = a.attrelid join pg_namespace n on n.oid = c.relnamespace
+		where n.nspname = 'streamseal' and c.relkind = 'r' and a.attname = 'stream_id' and not a.attisdropped
+		  and a.attcollation <> 'pg_catalog."C"'::regcollation`).Scan(&notC); err != nil {
+		t.Fatal(err)
+	}
+	if len(notC) != 0 {
+		t.Fatalf("after the upgrade the stream_id columns of %v are not collate \"C\"", notC)
 	}
 
 	var stamped, last int64

@@ -15,6 +15,7 @@ import (
 	"net/url"
 	"os"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -116,6 +117,29 @@ func (s *Server) NewDatabase(ctx context.Context, prefix string) (string, error)
 	return s.URL(name), nil
 }
 
+// NewICUDatabase creates a database whose default collation is the ICU locale icuLocale (e.g.
+// "en-US": text sorts by language rules, not bytes), migrated through the real migrate path, and
+// returns its URL; it does not name the service. Such a database cannot be cloned from the
+// template (whose collation is the cluster's C), so it is built from template0 and migrated
+// whole: seconds, not milliseconds. Tests of what crosses between databases that sort text
+// differently use it (two services' databases need not share a collation).
+func (s *Server) NewICUDatabase(ctx context.Context, prefix, icuLocale string) (string, error) {
+	name := fmt.Sprintf("%s_%d_%d", prefix, os.Getpid(), databaseSeq.Add(1))
+	if err := s.Exec(ctx, fmt.Sprintf("create database %s template template0 encoding 'UTF8' locale_provider icu icu_locale %s locale 'C'",
+		pgx.Identifier{name}.Sanitize(), quoteLiteral(icuLocale))); err != nil {
+		return "", fmt.Errorf("create ICU database (%s): %w", icuLocale, err)
+	}
+	if _, err := migrate.MigrateURL(ctx, s.URL(name)); err != nil {
+		return "", fmt.Errorf("migrate ICU database (%s): %w", icuLocale, err)
+	}
+	return s.URL(name), nil
+}
+
+// quoteLiteral quotes s as an SQL string literal.
+func quoteLiteral(s string) string {
+	return "'" + strings.ReplaceAll(s, "'", "''") + "'"
+}
+
 // DropDatabase drops a database created by NewDatabase.
 func (s *Server) DropDatabase(ctx context.Context, databaseURL string) error {
 	u, err := url.Parse(databaseURL)
@@ -192,12 +216,29 @@ func sqlHash() string {
 // is dropped when t passes and kept (its URL logged) when t fails.
 func New(t testing.TB) string {
 	t.Helper()
+	return newDatabase(t, "")
+}
+
+// NewICU is New with a database whose default collation is the ICU locale icuLocale (see
+// Server.NewICUDatabase), for tests of services whose databases sort text differently.
+func NewICU(t testing.TB, icuLocale string) string {
+	t.Helper()
+	return newDatabase(t, icuLocale)
+}
+
+func newDatabase(t testing.TB, icuLocale string) string {
+	t.Helper()
 	ctx := context.Background()
 	s, err := StartServer(ctx)
 	if err != nil {
 		t.Fatalf("start test PostgreSQL: %v", err)
 	}
-	databaseURL, err := s.NewDatabase(ctx, "streamseal_test")
+	var databaseURL string
+	if icuLocale == "" {
+		databaseURL, err = s.NewDatabase(ctx, "streamseal_test")
+	} else {
+		databaseURL, err = s.NewICUDatabase(ctx, "streamseal_test_icu", icuLocale)
+	}
 	if err != nil {
 		t.Fatalf("create test database: %v", err)
 	}

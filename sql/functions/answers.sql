@@ -107,12 +107,14 @@ set plan_cache_mode = force_custom_plan
 as $$
 begin
     -- Custom plans see the cursor as a constant, so it bounds the index scan (a null cursor
-    -- folds away); the types stay a filter on the walk.
+    -- folds away); the types stay a filter on the walk. Stream ids page in byte order (collate
+    -- "C", the column's collation since migration 045), whatever the database's default or the
+    -- caller's argument: the consumer reads the page's range in the same order (comparison.sql).
     return query
     select distinct d.stream_id
     from streamseal.stream_digests d
     where d.origin = _digest_stream_walk.lane
-      and (_digest_stream_walk.after_stream is null or d.stream_id > _digest_stream_walk.after_stream)
+      and (_digest_stream_walk.after_stream is null or d.stream_id > _digest_stream_walk.after_stream collate "C")
       and (_digest_stream_walk.types is null or d.event_type = any (_digest_stream_walk.types))
       and (_digest_stream_walk.tenants is null or d.tenant = any (_digest_stream_walk.tenants))
       and (d.x0, d.x1, d.n) <> (0, 0, 0)
@@ -185,7 +187,7 @@ begin
         cross join lateral (
             select x.stream_id, x.tenant, x.event_type, x.x0, x.x1, x.n
             from streamseal.stream_digests x
-            where x.origin = stream_digests_page.lane and x.stream_id = h.stream_id
+            where x.origin = stream_digests_page.lane and x.stream_id = h.stream_id collate "C"
               and (stream_digests_page.types is null or x.event_type = any (stream_digests_page.types))
               and (stream_digests_page.tenants is null or x.tenant = any (stream_digests_page.tenants))
               and (x.x0, x.x1, x.n) <> (0, 0, 0)
@@ -203,7 +205,7 @@ begin
           and streamseal._counts_in_digest(e.origin_seq, e.flags)
           and (stream_digests_page.types is null or e.event_type = any (stream_digests_page.types))
           and (stream_digests_page.tenants is null or e.tenant = any (stream_digests_page.tenants))
-          and (stream_digests_page.after_stream is null or e.stream_id > stream_digests_page.after_stream)
+          and (stream_digests_page.after_stream is null or e.stream_id > stream_digests_page.after_stream collate "C")
         group by e.stream_id, e.tenant, e.event_type
     ), ranked as (
         select k.*,

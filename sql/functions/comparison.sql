@@ -284,7 +284,10 @@ begin
     -- GUARD: a page is read whole or refused whole.
     perform streamseal._require_comparison('compare_stream_digests', compare_stream_digests.origin,
         compare_stream_digests.from_seq, compare_stream_digests.to_seq, compare_stream_digests.settle);
-    if compare_stream_digests.covered_after >= compare_stream_digests.covered_through then
+    -- Stream ranges are in byte order (collate "C") on both sides of the wire, whatever this
+    -- database's default collation (migration 045 gives the stream_id columns that order; a
+    -- parameter or an answer's array carries the default, so comparisons between them say it).
+    if compare_stream_digests.covered_after >= compare_stream_digests.covered_through collate "C" then
         raise exception 'compare_stream_digests: stream range (%, %] is invalid: expected covered_after < covered_through (null: unbounded)',
             pg_catalog.quote_literal(compare_stream_digests.covered_after), pg_catalog.quote_literal(compare_stream_digests.covered_through)
             using errcode = '22023';
@@ -308,7 +311,8 @@ begin
             when a.stream_id = '' then 'stream_id '''' is invalid: expected a non-empty stream id'
             when a.tenant is null then 'tenant null is invalid: expected a name ('''' for a single-tenant service)'
             when a.event_type is null then 'event_type null is invalid: expected a non-empty name'
-            when a.stream_id <= compare_stream_digests.covered_after or a.stream_id > compare_stream_digests.covered_through then
+            when a.stream_id collate "C" <= compare_stream_digests.covered_after
+              or a.stream_id collate "C" > compare_stream_digests.covered_through then
                 pg_catalog.format('stream_id %L lies outside the covered stream range (%s, %s]', a.stream_id,
                                   coalesce(pg_catalog.quote_literal(compare_stream_digests.covered_after), 'null'),
                                   coalesce(pg_catalog.quote_literal(compare_stream_digests.covered_through), 'null'))
@@ -351,7 +355,8 @@ begin
 
     return query
     with answer as (
-        select a.stream_id, a.tenant, a.event_type, a.x0, a.x1, a.n
+        -- In byte order, as the page was built and as this store's stream_id columns compare.
+        select a.stream_id collate "C" as stream_id, a.tenant, a.event_type, a.x0, a.x1, a.n
         from rows from (pg_catalog.unnest(compare_stream_digests.stream_ids),
                         pg_catalog.unnest(compare_stream_digests.tenants),
                         pg_catalog.unnest(compare_stream_digests.event_types),
@@ -374,8 +379,8 @@ begin
         where (select b.whole_history from bounds b) and d.origin = compare_stream_digests.origin
           and d.event_type = any (listed)
           and (compare_stream_digests.tenants_only is null or d.tenant = any (compare_stream_digests.tenants_only))
-          and (compare_stream_digests.covered_after is null or d.stream_id > compare_stream_digests.covered_after)
-          and (compare_stream_digests.covered_through is null or d.stream_id <= compare_stream_digests.covered_through)
+          and (compare_stream_digests.covered_after is null or d.stream_id > compare_stream_digests.covered_after collate "C")
+          and (compare_stream_digests.covered_through is null or d.stream_id <= compare_stream_digests.covered_through collate "C")
           and (d.x0, d.x1, d.n) <> (0, 0, 0)
         union all
         select e.stream_id, e.tenant, e.event_type,
@@ -387,8 +392,8 @@ begin
           and streamseal._counts_in_digest(e.origin_seq, e.flags)
           and e.event_type = any (listed)
           and (compare_stream_digests.tenants_only is null or e.tenant = any (compare_stream_digests.tenants_only))
-          and (compare_stream_digests.covered_after is null or e.stream_id > compare_stream_digests.covered_after)
-          and (compare_stream_digests.covered_through is null or e.stream_id <= compare_stream_digests.covered_through)
+          and (compare_stream_digests.covered_after is null or e.stream_id > compare_stream_digests.covered_after collate "C")
+          and (compare_stream_digests.covered_through is null or e.stream_id <= compare_stream_digests.covered_through collate "C")
         group by e.stream_id, e.tenant, e.event_type
     ), paired as (
         select coalesce(m.stream_id, a.stream_id) as stream_id, coalesce(m.tenant, a.tenant) as tenant,

@@ -434,8 +434,9 @@ begin
     where l.origin = ledger_heal_matched.origin
       and l.event_type = any (ledger_heal_matched.event_types)
       and (ledger_heal_matched.tenants is null or l.tenant = any (ledger_heal_matched.tenants))
-      and (ledger_heal_matched.after_stream is null or l.stream_id > ledger_heal_matched.after_stream)
-      and (ledger_heal_matched.through_stream is null or l.stream_id <= ledger_heal_matched.through_stream)
+      -- The page's range in byte order, as the origin paged it (collate "C": migration 045).
+      and (ledger_heal_matched.after_stream is null or l.stream_id > ledger_heal_matched.after_stream collate "C")
+      and (ledger_heal_matched.through_stream is null or l.stream_id <= ledger_heal_matched.through_stream collate "C")
       and not exists (
           select 1
           from pg_catalog.jsonb_to_recordset(ledger_heal_matched.compared) as d(stream_id text, tenant text, event_type text)

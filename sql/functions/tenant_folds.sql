@@ -194,12 +194,14 @@ begin
         select a.tenant, a.event_type, a.x0, a.x1, a.n
         from answer a
         where a.event_type is not null
-          and (answer_tenant_digests_page.after_tenant is null or a.tenant > answer_tenant_digests_page.after_tenant)
+          -- Tenant pages are in byte order (collate "C"), whatever either database's default
+          -- collation: the consumer holds them to (covered_after, covered_through] in the same order.
+          and (answer_tenant_digests_page.after_tenant is null or a.tenant collate "C" > answer_tenant_digests_page.after_tenant)
     ), ranked as (
         select p.*,
-               pg_catalog.dense_rank() over (order by p.tenant) as tenant_rank,
+               pg_catalog.dense_rank() over (order by p.tenant collate "C") as tenant_rank,
                -- RANGE framing counts every row of the current tenant: whole tenants only.
-               pg_catalog.count(*) over (order by p.tenant range between unbounded preceding and current row) as rows_through
+               pg_catalog.count(*) over (order by p.tenant collate "C" range between unbounded preceding and current row) as rows_through
         from pairs p
     ), page as (
         -- The single-tenant service's tenant '' never ends a page that has more after it: a
@@ -210,7 +212,7 @@ begin
            or (r.tenant_rank = 2 and exists (select from ranked f where f.tenant_rank = 1 and f.tenant = ''))
     ), cursor as (
         select case when exists (select from ranked r where r.tenant_rank > (select pg_catalog.max(p.tenant_rank) from page p))
-                    then (select pg_catalog.max(p.tenant) from page p) end as resume_after
+                    then (select pg_catalog.max(p.tenant collate "C") from page p) end as resume_after
     ), bounds as (
         select pg_catalog.max(a.watermark) as watermark from answer a
     )
@@ -302,7 +304,8 @@ begin
             when not per_type and not streamseal._in_tenant_scope(a.tenant, a.event_type, _require_answer_rows.scope_types,
                                                                  _require_answer_rows.scope_tenants) then
                 pg_catalog.format('(tenant %L, event_type %L) lies outside the scope the request named', a.tenant, a.event_type)
-            when not per_type and (a.tenant <= _require_answer_rows.covered_after or a.tenant > _require_answer_rows.covered_through) then
+            when not per_type and (a.tenant collate "C" <= _require_answer_rows.covered_after
+                                   or a.tenant collate "C" > _require_answer_rows.covered_through) then
                 pg_catalog.format('tenant %L lies outside the covered tenant range (%s, %s]', a.tenant,
                                   coalesce(pg_catalog.quote_literal(_require_answer_rows.covered_after), 'null'),
                                   coalesce(pg_catalog.quote_literal(_require_answer_rows.covered_through), 'null'))
@@ -408,7 +411,7 @@ begin
     -- GUARD: a page is read whole or refused whole.
     perform streamseal._require_comparison('compare_tenant_digests', compare_tenant_digests.origin,
         compare_tenant_digests.from_seq, compare_tenant_digests.to_seq, interval '0');
-    if compare_tenant_digests.covered_after >= compare_tenant_digests.covered_through then
+    if compare_tenant_digests.covered_after >= compare_tenant_digests.covered_through collate "C" then
         raise exception 'compare_tenant_digests: tenant range (%, %] is invalid: expected covered_after < covered_through (null: unbounded)',
             pg_catalog.quote_literal(compare_tenant_digests.covered_after), pg_catalog.quote_literal(compare_tenant_digests.covered_through)
             using errcode = '22023';
@@ -429,8 +432,8 @@ begin
         select m.tenant, m.event_type, m.x0, m.x1, m.n
         from streamseal._local_pair_folds(compare_tenant_digests.origin, compare_tenant_digests.from_seq, compare_tenant_digests.to_seq,
                                           compare_tenant_digests.scope_types, compare_tenant_digests.scope_tenants) m
-        where (compare_tenant_digests.covered_after is null or m.tenant > compare_tenant_digests.covered_after)
-          and (compare_tenant_digests.covered_through is null or m.tenant <= compare_tenant_digests.covered_through)
+        where (compare_tenant_digests.covered_after is null or m.tenant collate "C" > compare_tenant_digests.covered_after)
+          and (compare_tenant_digests.covered_through is null or m.tenant collate "C" <= compare_tenant_digests.covered_through)
     ), paired as (
         select coalesce(m.tenant, a.tenant) as tenant, coalesce(m.event_type, a.event_type) as event_type,
                coalesce(m.x0, 0) as local_x0, coalesce(m.x1, 0) as local_x1, coalesce(m.n, 0) as local_n,

@@ -31,7 +31,7 @@ select streamseal.close_stream('t1', 'own-stream', 3);
 select streamseal.close_stream('t1', 'whole');
 select results_eq(
     $$ select stream_id, below_version from streamseal.stream_closes order by stream_id $$,
-    $$ values ('own-stream'::text, 5::bigint), ('whole', 9223372036854775807) $$,
+    $$ values ('own-stream'::text collate "C", 5::bigint), ('whole', 9223372036854775807) $$,
     'close_stream records the highest floor per stream; a whole-stream close records the largest version');
 
 select * from finish();

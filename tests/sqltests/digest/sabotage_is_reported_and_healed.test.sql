@@ -44,7 +44,7 @@ select results_eq(
     'verify without heal reports exactly the drifted, missing and phantom buckets with stored and actual folds');
 select results_eq(
     $$ select stream_id, x0, x1, n from streamseal.stream_digests where origin = 'sab-src' order by stream_id $$,
-    $$ values ('ghost', 11::bigint, 22::bigint, 3::bigint),
+    $$ values ('ghost' collate "C", 11::bigint, 22::bigint, 3::bigint),
               ('k1', (select x0 # 12345 from truth where stream_id = 'k1'), (select x1 from truth where stream_id = 'k1'), 3),
               ('k4', (select x0 from truth where stream_id = 'k4'), (select x1 from truth where stream_id = 'k4'), 2) $$,
     'verify without heal changes no digest row');
@@ -59,7 +59,7 @@ select is_empty($$ select * from streamseal.verify_stream_digests(heal => false)
     'a second verify finds nothing');
 select results_eq(
     $$ select stream_id, x0, x1, n from streamseal.stream_digests where origin = 'sab-src' and stream_id like 'k%' order by stream_id $$,
-    $$ select stream_id, x0, x1, n from truth order by stream_id $$,
+    $$ select stream_id collate "C", x0, x1, n from truth order by stream_id $$,
     'the drifted and missing buckets now hold their true folds');
 select results_eq(
     $$ select x0, x1, n from streamseal.stream_digests where origin = 'sab-src' and stream_id = 'ghost' $$,

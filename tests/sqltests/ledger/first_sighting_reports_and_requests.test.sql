@@ -19,13 +19,13 @@ select results_eq(
 select results_eq(
     $$ select stream_id, first_seen_at, last_reported_at, attempts, last_attempt_at, next_attempt_at, exhausted_at
        from streamseal.repair_ledger where origin = 'ledger-first-origin' and stream_id = 'short' $$,
-    $$ values ('short'::text, '2030-01-01 00:00:00+00'::timestamptz, '2030-01-01 00:00:00+00'::timestamptz, 1,
+    $$ values ('short'::text collate "C", '2030-01-01 00:00:00+00'::timestamptz, '2030-01-01 00:00:00+00'::timestamptz, 1,
                '2030-01-01 00:00:00+00'::timestamptz, '2030-01-01 00:05:00+00'::timestamptz, null::timestamptz) $$,
     'the deficit''s row: first seen and reported and attempted now, next attempt after the default backoff base of 300 s');
 select results_eq(
     $$ select stream_id, attempts, last_attempt_at, next_attempt_at
        from streamseal.repair_ledger where origin = 'ledger-first-origin' and stream_id <> 'short' order by stream_id $$,
-    $$ values ('other-ids'::text, 0, null::timestamptz, null::timestamptz), ('surplus', 0, null, null) $$,
+    $$ values ('other-ids'::text collate "C", 0, null::timestamptz, null::timestamptz), ('surplus', 0, null, null) $$,
     'the alarm-only rows carry no attempt and no next attempt');
 select results_eq(
     $$ select reason, local_x0, local_x1, local_n, origin_x0, origin_x1, origin_n
@@ -44,7 +44,7 @@ select results_eq(
 select results_eq(
     $$ select stream_id, next_attempt_at from streamseal.repair_ledger
        where origin = 'ledger-first-origin' and stream_id in ('fresh', 'in-flight') $$,
-    $$ values ('fresh'::text, '2030-01-01 00:00:10+00'::timestamptz) $$,
+    $$ values ('fresh'::text collate "C", '2030-01-01 00:00:10+00'::timestamptz) $$,
     'the first request waits one backoff_base before the next');
 
 select * from finish();

@@ -24,7 +24,7 @@ select results_eq(
     'heal returns each deleted bucket with its age since first sighting (a''s progress did not restart its clock); an unknown key returns nothing');
 select results_eq(
     $$ select stream_id from streamseal.repair_ledger where origin = 'ledger-heal-origin' order by stream_id $$,
-    $$ values ('b'::text), ('c') $$,
+    $$ values ('b'::text collate "C"), ('c') $$,
     'the healed rows are gone, the others stay');
 select is_empty(
     $$ select * from streamseal.ledger_heal('ledger-heal-origin', jsonb_build_array(pg_temp.key('a')), now_at => '2030-01-01 03:00:00+00') $$,

@@ -31,7 +31,7 @@ select results_eq(
 select results_eq(
     $$ select stream_id, last_reported_at, attempts, next_attempt_at from streamseal.repair_ledger
        where origin = 'ledger-durable-origin' order by stream_id $$,
-    $$ values ('odd'::text, '2030-01-01 00:00:00+00'::timestamptz, 0, null::timestamptz),
+    $$ values ('odd'::text collate "C", '2030-01-01 00:00:00+00'::timestamptz, 0, null::timestamptz),
               ('short', '2030-01-01 00:00:00+00', 1, '2030-01-01 00:05:00+00') $$,
     'its state is in the table');
 select results_eq(

@@ -36,7 +36,7 @@ select results_eq(
 select results_eq(
     $$ select stream_id, attempts, last_attempt_at, next_attempt_at, exhausted_at
        from streamseal.repair_ledger where origin = 'ledger-alarms-origin' order by stream_id $$,
-    $$ values ('mismatched'::text, 0, null::timestamptz, null::timestamptz, null::timestamptz),
+    $$ values ('mismatched'::text collate "C", 0, null::timestamptz, null::timestamptz, null::timestamptz),
               ('surplus', 0, null, null, null) $$,
     'their rows hold no attempt, no next attempt and no exhaustion');
 

@@ -38,10 +38,10 @@ select results_eq($$ select stream_id, event_type, stream_version from proj_mix.
               ('m2', 'mix.b', 2::bigint), ('m1', 'mix.a', 5::bigint) $$,
     'every other event applied, in feed order');
 select results_eq($$ select stream_id, event_type, stream_version, applied_version from streamseal.projection_held $$,
-    $$ values ('m1', 'mix.a', 2::bigint, 3::bigint) $$, 'the hold names the late event and the version applied above it');
+    $$ values ('m1' collate "C", 'mix.a', 2::bigint, 3::bigint) $$, 'the hold names the late event and the version applied above it');
 select results_eq($$ select stream_id, event_type, n, stream_version from streamseal.projection_cursors
                     where projection = 'mix-p' order by 1, 2 $$,
-    $$ values ('m1', 'mix.a', 2::bigint, 5::bigint), ('m1', 'mix.b', 2::bigint, 4::bigint),
+    $$ values ('m1' collate "C", 'mix.a', 2::bigint, 5::bigint), ('m1', 'mix.b', 2::bigint, 4::bigint),
               ('m2', 'mix.a', 1::bigint, 1::bigint), ('m2', 'mix.b', 1::bigint, 2::bigint) $$,
     'the cursors fold exactly what was applied');
 select results_eq($$ select count(*), bit_xor(streamseal._h0(e.event_id)) from streamseal.events e

@@ -43,7 +43,7 @@ select results_eq($$ select stream_version from proj_order.folds where handler =
 select results_eq($$ select read, applied, out_of_order, order_rebuilds from streamseal.run_handler('order-q') $$,
     $$ values (1, 0, 1, 0) $$, 'a projection without a reset hook holds it and cannot rebuild');
 select results_eq($$ select stream_id, stream_version, applied_version from streamseal.projection_held $$,
-    $$ values ('o1', 2::bigint, 3::bigint) $$, 'only its hold remains, naming the version applied above it');
+    $$ values ('o1' collate "C", 2::bigint, 3::bigint) $$, 'only its hold remains, naming the version applied above it');
 select streamseal.run_handler('order-r');
 select results_eq($$ select stream_version from proj_order.reacted order by 1 $$, $$ values (1::bigint), (2::bigint), (3::bigint) $$,
     'the reactor gets the repair as it lands');
@@ -66,7 +66,7 @@ select results_eq($$ select gaps, rebuilt, replayed from streamseal.coverage_aud
     $$ values (3::bigint, 1::bigint, 2::bigint) $$,
     'the audit finds the short ord.b buckets (o2 of both projections, o1 of the one without a reset) and rebuilds the one it can');
 select results_eq($$ select projection, stream_id, kind, action from streamseal.coverage_findings order by 1, 2 $$,
-    $$ values ('order-p', 'o2', 'out_of_order', 'rebuilt'), ('order-q', 'o1', 'out_of_order', 'no_reset_hook'),
+    $$ values ('order-p', 'o2' collate "C", 'out_of_order', 'rebuilt'), ('order-q', 'o1', 'out_of_order', 'no_reset_hook'),
               ('order-q', 'o2', 'out_of_order', 'no_reset_hook') $$,
     'named out_of_order; the projection without a reset hook is reported');
 select results_eq($$ select stream_version from proj_order.folds where handler = 'p' and stream_id = 'o2' order by seq $$,

@@ -45,7 +45,7 @@ select results_eq($$ select action, count(*) from streamseal.coverage_findings g
 select is((select count(*) from proj_cap.resets), 0::bigint, 'and touches no state');
 select results_eq($$ select gaps, rebuilt, deferred from streamseal.coverage_audit(50, 5, false) $$,
     $$ values (1000::bigint, 5::bigint, 995::bigint) $$, 'an audit rebuilds five, the rest deferred');
-select results_eq($$ select stream_id from proj_cap.resets order by 1 $$,
+select results_eq($$ select stream_id collate "C" from proj_cap.resets order by 1 $$,
     $$ select stream_id from streamseal.coverage_findings where action = 'rebuilt' order by 1 $$,
     'the streams rebuilt are the ones it recorded (the oldest findings first)');
 select results_eq($$ select gaps from streamseal.coverage_audit(50, 5, false) $$, $$ values (995::bigint) $$,

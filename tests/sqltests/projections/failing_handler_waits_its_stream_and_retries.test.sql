@@ -30,7 +30,7 @@ select streamseal.stamp();
 select results_eq($$ select read, applied, parked, failed from streamseal.run_handler('fail-p', backoff_base => '1 microsecond') $$,
     $$ values (4, 2, 1, 1) $$, 'the failing event is recorded, the event behind it in its stream parks, the rest apply');
 select results_eq($$ select stream_id, event_id, error, attempts from streamseal.handler_failures where handler = 'fail-p' $$,
-    $$ values ('s1', streamseal_test.uid(2), 'cannot project ' || streamseal_test.uid(2)::text, 1) $$,
+    $$ values ('s1' collate "C", streamseal_test.uid(2), 'cannot project ' || streamseal_test.uid(2)::text, 1) $$,
     'the failure names the stream, the event and the error');
 select results_eq($$ select stream_id, stream_version from proj_fail.seen where handler = 'p' order by stream_id, stream_version $$,
     $$ values ('s1', 1::bigint), ('s2', 1::bigint) $$, 'the other stream went on; nothing was skipped past the failure');

@@ -47,7 +47,7 @@ select results_eq(
     $$ select event_id, origin_seq, type_seq, tenant, stream_id, stream_version, event_type, flags, payload,
               metadata, occurred_at
        from streamseal.select_redelivery(array['t1'], array['thing.happened']) $$,
-    $$ select event_id, origin_seq, type_seq, tenant, stream_id, stream_version, event_type, flags, payload,
+    $$ select event_id, origin_seq, type_seq, tenant, stream_id collate "default", stream_version, event_type, flags, payload,
               metadata, occurred_at
        from streamseal.numbered_events where origin = 'redeliver-own' and origin_seq is not null
        order by stream_id, stream_version $$,

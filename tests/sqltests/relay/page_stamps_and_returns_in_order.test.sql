@@ -37,7 +37,7 @@ select results_eq($$ select origin_seq from streamseal.relay_page(null, 10, 100)
 select results_eq($$ select origin_seq from streamseal.relay_page(0, 2, 0) $$, $$ values (1::bigint), (2::bigint) $$,
     'max_events caps the page');
 select results_eq($$ select payload, tenant, stream_id, stream_version, event_type from streamseal.relay_page(3, 1, 0) $$,
-    $$ select payload, tenant, stream_id, stream_version, event_type from streamseal.events where event_id = streamseal_test.uid(4) $$,
+    $$ select payload, tenant, stream_id collate "default", stream_version, event_type from streamseal.events where event_id = streamseal_test.uid(4) $$,
     'a row carries the stored event');
 
 select throws_ok($$ select * from streamseal.relay_page(0, 0, 0) $$, '22023',
