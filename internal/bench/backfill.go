@@ -8,6 +8,7 @@ import (
 	"os"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -250,7 +251,7 @@ func (s *backfillStages) build(_, phase string) {
 }
 
 func (s *backfillStages) stored(bundles, events int, took time.Duration) {
-	now := sinceZero()
+	now := sinceEpoch()
 	s.add(backfillMark{at: now - took, took: took, what: fmt.Sprintf("consumer checks+ingests %d bundles", bundles), n: events})
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -300,16 +301,16 @@ func (s *backfillStages) add(m backfillMark) {
 // benchEpoch is what marks are taken against before they are placed on the run's timeline.
 var benchEpoch = time.Now()
 
-func sinceZero() time.Duration { return time.Since(benchEpoch) }
+func sinceEpoch() time.Duration { return time.Since(benchEpoch) }
 
 // mark notes a message taken by a control endpoint (n: its bytes).
 func (s *backfillStages) mark(what string, n int) {
-	s.add(backfillMark{at: sinceZero(), what: what, n: n})
+	s.add(backfillMark{at: sinceEpoch(), what: what, n: n})
 }
 
 // page notes one page of the origin's build: selected, bundled (and published), paused.
 func (s *backfillStages) page(_ string, events int, selected, bundled, paused time.Duration) {
-	now := sinceZero()
+	now := sinceEpoch()
 	begin := now - paused - bundled - selected
 	s.add(backfillMark{at: begin, took: selected, what: "origin selects a page", n: events})
 	s.add(backfillMark{at: begin + selected, took: bundled, what: "origin bundles and publishes it", n: events})
@@ -324,13 +325,23 @@ func (s *backfillStages) page(_ string, events int, selected, bundled, paused ti
 }
 
 // timeline prints every mark in time order (STREAMSEAL_BENCH_TIMELINE set), then how long the
-// consumer's ingest sat idle while the origin worked and the other way round.
+// consumer sat between its ingests (waiting for bundles) and its longest such gap.
 func (s *backfillStages) timeline(out io.Writer) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	marks := append([]backfillMark(nil), s.marks...)
 	sort.SliceStable(marks, func(i, j int) bool { return marks[i].at < marks[j].at })
+	var gaps, longest, ingestEnd time.Duration
 	for _, m := range marks {
 		fmt.Fprintf(out, "timeline %9.1f ms %8.1f ms  %-40s %d\n", float64(m.at)/1e6, float64(m.took)/1e6, m.what, m.n)
+		if !strings.HasPrefix(m.what, "consumer checks+ingests") {
+			continue
+		}
+		if gap := m.at - ingestEnd; ingestEnd > 0 && gap > 0 {
+			gaps += gap
+			longest = max(longest, gap)
+		}
+		ingestEnd = max(ingestEnd, m.at+m.took)
 	}
+	fmt.Fprintf(out, "timeline: the consumer sat %s between its ingests (longest %s)\n", gaps.Round(time.Millisecond), longest.Round(time.Millisecond))
 }
