@@ -71,6 +71,10 @@ type Server struct {
 	Metrics *metrics.Instruments // nil: not measured
 	// OnBuild, when set, observes each build starting ("start") and ending ("end").
 	OnBuild func(requestID, phase string)
+	// OnPage, when set, observes each page of a build: its events, how long selecting them took,
+	// how long bundling and publishing them took, and how long the build then paused (a
+	// backfill's pacing; benchmarks draw a backfill's timeline with it).
+	OnPage func(requestID string, events int, selected, bundled, paused time.Duration)
 	// ServeCopies answers a backfill's requests (state-only, naming no tenant, welcoming copies)
 	// with the copies this service holds of other origins' events too, after its own lane
 	// (streamseal.select_forwarded_copies, under this service's grants): the proposal's "a
@@ -360,13 +364,18 @@ func (s *Server) build(ctx context.Context, requester string, req wire.Redeliver
 		if err != nil {
 			return nil, err
 		}
+		selected := time.Since(pageStart)
 		for _, e := range page {
 			if err := b.add(e); err != nil {
 				return nil, err
 			}
 		}
 		summary.Shipped += len(page)
+		bundled := time.Since(pageStart) - selected
 		if len(page) < want {
+			if s.OnPage != nil {
+				s.OnPage(req.RequestID, len(page), selected, bundled, 0)
+			}
 			break // the selection is exhausted
 		}
 		last := page[len(page)-1]
@@ -374,6 +383,7 @@ func (s *Server) build(ctx context.Context, requester string, req wire.Redeliver
 		if last.Origin != s.Service {
 			after.Lane = last.Origin
 		}
+		var paused time.Duration
 		if req.StateOnly && s.Limits.BackfillShare < 100 && summary.Shipped < limit {
 			// A backfill yields to live traffic: between pages it waits so that building takes
 			// at most BackfillShare% of the time.
@@ -381,7 +391,11 @@ func (s *Server) build(ctx context.Context, requester string, req wire.Redeliver
 			if pause == nil {
 				pause = sleep
 			}
-			pause(ctx, time.Since(pageStart)*time.Duration(100-s.Limits.BackfillShare)/time.Duration(s.Limits.BackfillShare))
+			paused = time.Since(pageStart) * time.Duration(100-s.Limits.BackfillShare) / time.Duration(s.Limits.BackfillShare)
+			pause(ctx, paused)
+		}
+		if s.OnPage != nil {
+			s.OnPage(req.RequestID, len(page), selected, bundled, paused)
 		}
 	}
 	if summary.Shipped >= limit {

@@ -6,7 +6,9 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -70,13 +72,18 @@ func Backfill(ctx context.Context, newDB harness.NewDatabase, opts BackfillOptio
 	fmt.Fprintf(out, "origin serves backfill answers at most %d%% of the time (STREAMSEAL_BACKFILL_SERVE_SHARE)\n", limits.BackfillShare)
 	orders, err := h.Start(ctx, "orders", harness.Options{Grants: map[string][]string{"billing": {"bench.a"}}, Limits: limits}, func(s *harness.Service) {
 		s.Redelivery.OnBuild = stages.build
+		s.Redelivery.OnPage = stages.page
+		s.Control.Tap = func(_ string, data []byte) { stages.mark("request arrives at the origin", len(data)) }
 	})
 	if err != nil {
 		return r, err
 	}
 	var wireBytes atomic.Int64
 	billing, err := h.Start(ctx, "billing", harness.Options{Consumes: []string{"bench.b"}}, func(s *harness.Service) {
-		s.Control.Tap = func(_ string, data []byte) { wireBytes.Add(int64(len(data))) }
+		s.Control.Tap = func(_ string, data []byte) {
+			wireBytes.Add(int64(len(data)))
+			stages.mark("consumer takes a message", len(data))
+		}
 		s.Repair.OnStored = stages.stored
 		s.Backfill.Interval = 20 * time.Millisecond
 		s.Inbox.ReconcileInterval = 20 * time.Millisecond
@@ -187,6 +194,9 @@ func Backfill(ctx context.Context, newDB harness.NewDatabase, opts BackfillOptio
 	fmt.Fprintf(out, "origin live appends: %.0f events/s during the backfill, %.0f without (just before): ratio %.3f (target >= 0.8)\n",
 		duringRate, baseRate, r.OriginLiveRatio)
 	stages.report(out, took)
+	if os.Getenv("STREAMSEAL_BENCH_TIMELINE") != "" {
+		stages.timeline(out)
+	}
 	fmt.Fprintf(out, "RESULT backfill events_per_s=%.0f wire_ratio=%.3f origin_live_ratio=%.3f\n", r.EventsPerSecond, r.WireRatio, r.OriginLiveRatio)
 	return r, nil
 }
@@ -205,6 +215,9 @@ type backfillStages struct {
 	firstBuild             time.Duration
 	ingests, ingested      int
 	ingesting              time.Duration
+	selecting, bundling    time.Duration // the origin's pages: selection, then bundling and publishing
+	pausing                time.Duration // the origin's paced waits between pages
+	marks                  []backfillMark
 }
 
 func (s *backfillStages) begin(t time.Time) {
@@ -222,6 +235,7 @@ func (s *backfillStages) build(_, phase string) {
 	}
 	switch phase {
 	case "start":
+		s.marks = append(s.marks, backfillMark{at: now.Sub(s.start), what: "origin starts an answer"})
 		s.buildStarted = now
 		if s.builds == 0 {
 			s.firstBuild = now.Sub(s.start)
@@ -229,13 +243,16 @@ func (s *backfillStages) build(_, phase string) {
 			s.idle += now.Sub(s.buildEnd)
 		}
 	case "end":
+		s.marks = append(s.marks, backfillMark{at: now.Sub(s.start), what: "origin ends an answer (summary out)"})
 		s.builds++
 		s.building += now.Sub(s.buildStarted)
 		s.buildEnd = now
 	}
 }
 
-func (s *backfillStages) stored(_, events int, took time.Duration) {
+func (s *backfillStages) stored(bundles, events int, took time.Duration) {
+	now := sinceEpoch()
+	s.add(backfillMark{at: now - took, took: took, what: fmt.Sprintf("consumer checks+ingests %d bundles", bundles), n: events})
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.ingests++
@@ -255,8 +272,76 @@ func (s *backfillStages) report(out io.Writer, took time.Duration) {
 	fmt.Fprintf(out, "stages: first build %s after the subscription; origin built %d answers in %s (%s each: selection, encoding, publishing), idle %s between them (%s each)\n",
 		s.firstBuild.Round(time.Millisecond), s.builds, s.building.Round(time.Millisecond), per(s.building, s.builds),
 		s.idle.Round(time.Millisecond), per(s.idle, s.builds-1))
+	fmt.Fprintf(out, "stages: origin's pages: selecting %s, bundling and publishing %s, paused %s\n",
+		s.selecting.Round(time.Millisecond), s.bundling.Round(time.Millisecond), s.pausing.Round(time.Millisecond))
 	fmt.Fprintf(out, "stages: consumer checked and ingested %d events in %d transactions in %s (%s each)\n",
 		s.ingested, s.ingests, s.ingesting.Round(time.Millisecond), per(s.ingesting, s.ingests))
 	fmt.Fprintf(out, "stages: of %s end to end, origin building %.0f%%, consumer ingesting %.0f%%\n", took.Round(time.Millisecond),
 		100*s.building.Seconds()/took.Seconds(), 100*s.ingesting.Seconds()/took.Seconds())
+}
+
+// A timeline's entry: what happened when (from the subscription), how long it lasted, and how
+// many events or bytes it covered.
+type backfillMark struct {
+	at, took time.Duration
+	what     string
+	n        int
+}
+
+func (s *backfillStages) add(m backfillMark) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.start.IsZero() {
+		return
+	}
+	m.at -= s.start.Sub(benchEpoch)
+	s.marks = append(s.marks, m)
+}
+
+// benchEpoch is what marks are taken against before they are placed on the run's timeline.
+var benchEpoch = time.Now()
+
+func sinceEpoch() time.Duration { return time.Since(benchEpoch) }
+
+// mark notes a message taken by a control endpoint (n: its bytes).
+func (s *backfillStages) mark(what string, n int) {
+	s.add(backfillMark{at: sinceEpoch(), what: what, n: n})
+}
+
+// page notes one page of the origin's build: selected, bundled (and published), paused.
+func (s *backfillStages) page(_ string, events int, selected, bundled, paused time.Duration) {
+	now := sinceEpoch()
+	begin := now - paused - bundled - selected
+	s.add(backfillMark{at: begin, took: selected, what: "origin selects a page", n: events})
+	s.add(backfillMark{at: begin + selected, took: bundled, what: "origin bundles and publishes it", n: events})
+	if paused > 0 {
+		s.add(backfillMark{at: begin + selected + bundled, took: paused, what: "origin pauses (pacing)"})
+	}
+	s.mu.Lock()
+	s.selecting += selected
+	s.bundling += bundled
+	s.pausing += paused
+	s.mu.Unlock()
+}
+
+// timeline prints every mark in time order (STREAMSEAL_BENCH_TIMELINE set), then how long the
+// consumer sat between its ingests (waiting for bundles) and its longest such gap.
+func (s *backfillStages) timeline(out io.Writer) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	marks := append([]backfillMark(nil), s.marks...)
+	sort.SliceStable(marks, func(i, j int) bool { return marks[i].at < marks[j].at })
+	var gaps, longest, ingestEnd time.Duration
+	for _, m := range marks {
+		fmt.Fprintf(out, "timeline %9.1f ms %8.1f ms  %-40s %d\n", float64(m.at)/1e6, float64(m.took)/1e6, m.what, m.n)
+		if !strings.HasPrefix(m.what, "consumer checks+ingests") {
+			continue
+		}
+		if gap := m.at - ingestEnd; ingestEnd > 0 && gap > 0 {
+			gaps += gap
+			longest = max(longest, gap)
+		}
+		ingestEnd = max(ingestEnd, m.at+m.took)
+	}
+	fmt.Fprintf(out, "timeline: the consumer sat %s between its ingests (longest %s)\n", gaps.Round(time.Millisecond), longest.Round(time.Millisecond))
 }
