@@ -127,6 +127,7 @@ func (in *Inbox) Counts() Counts {
 type orderProof struct {
 	proven bool
 	next   uint64        // the consumer sequence expected next
+	lapses uint64        // how many times the proof was lost (see resume)
 	report *atomic.Int64 // counts the proofs that hold, for Counts (nil: not reported)
 }
 
@@ -147,11 +148,21 @@ func (o *orderProof) restart(info *jetstream.ConsumerInfo) {
 	o.next = info.Delivered.Consumer + 1
 }
 
+// resume takes a lost proof again after a batch this loop handled to the end without a lapse
+// (each delivery a first delivery, in sequence from first): proven when every delivery before
+// the batch is acknowledged too (the consumer's ack floor reaches first - 1). What the loop
+// holds fetched ahead comes after the batch, and observe checks each of those in turn.
+func (o *orderProof) resume(info *jetstream.ConsumerInfo, first uint64) {
+	if info.AckFloor.Consumer+1 >= first {
+		o.set(true)
+	}
+}
+
 // observe takes one delivery, in the order fetched.
 func (o *orderProof) observe(m jetstream.Msg) {
 	meta, err := m.Metadata()
 	if err != nil || meta.NumDelivered != 1 || meta.Sequence.Consumer != o.next {
-		o.set(false)
+		o.lapse()
 	}
 	if err == nil {
 		o.next = meta.Sequence.Consumer + 1
@@ -159,7 +170,13 @@ func (o *orderProof) observe(m jetstream.Msg) {
 }
 
 // broken records that a message went back for redelivery (or may have).
-func (o *orderProof) broken() { o.set(false) }
+func (o *orderProof) broken() { o.lapse() }
+
+// lapse loses the proof and counts the loss, so a loop can tell a batch handled without one.
+func (o *orderProof) lapse() {
+	o.set(false)
+	o.lapses++
+}
 
 // BatchDefault caps the messages an Inbox fetches and ingests per transaction when Batch is zero.
 const BatchDefault = 500
@@ -304,6 +321,7 @@ func (in *Inbox) consume(ctx context.Context, filter string, cons jetstream.Cons
 	in.reprove(ctx, cons, order)
 	feed := wire.NewFeed(cons, in.Batch)
 	defer feed.Stop()
+	var reproved time.Time
 	for ctx.Err() == nil {
 		msgs, err := feed.Fetch(ctx, in.Batch, time.Second)
 		if err != nil {
@@ -321,6 +339,7 @@ func (in *Inbox) consume(ctx context.Context, filter string, cons jetstream.Cons
 			}
 			continue
 		}
+		first, lapses := order.next, order.lapses
 		if err := in.store(ctx, msgs, order); err != nil {
 			if ctx.Err() != nil {
 				// Stopping: what was not handled goes back now, not after the ack wait. Left
@@ -337,9 +356,26 @@ func (in *Inbox) consume(ctx context.Context, filter string, cons jetstream.Cons
 				in.retryOrGiveUp(ctx, m, err)
 			}
 			order.broken()
+			continue
+		}
+		// A lost proof is taken again while messages keep arriving, not only after an empty
+		// fetch: a subject that carries a checkpoint every round never leaves the fetch a second
+		// without one, so one failed batch or consume error left detection on two-cycle
+		// confirmation for good (invariant 1). After a batch handled without a lapse, the proof
+		// holds again once everything delivered before the batch is acknowledged. One consumer
+		// info request per ReproveInterval, only while unproven.
+		if !order.proven && order.lapses == lapses && time.Since(reproved) >= ReproveInterval {
+			reproved = time.Now()
+			if info, err := cons.Info(ctx); err == nil {
+				order.resume(info, first)
+			}
 		}
 	}
 }
+
+// ReproveInterval spaces the consumer info requests that take a lost order proof again while
+// messages keep arriving (an empty fetch asks at once).
+const ReproveInterval = time.Second
 
 // reprove asks the consumer whether anything it delivered is still pending; on an error the
 // order stays unproven (checkpoints fall back to two-cycle confirmation until the next try).

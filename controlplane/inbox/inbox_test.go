@@ -866,6 +866,77 @@ func TestInbox(t *testing.T) {
 		}
 	})
 
+	// Detection in one interval (invariant 1) under steady traffic: once the proof is lost (a
+	// failed verification sends a checkpoint back), it is taken again as soon as nothing is
+	// pending, not only after a second with no message at all: a consumer whose subjects carry a
+	// checkpoint every round never has such a second, so it stayed on two-cycle confirmation for
+	// good (TestCheckpoint_HealthyRunSendsNoRepairRequest on a loaded machine: no ordered
+	// checkpoint in the whole run).
+	t.Run("ProvesOrderAgainWhileMessagesKeepArriving", func(t *testing.T) {
+		t.Parallel()
+		in, b := setup(t)
+		calls := make(chan bool, 64)
+		in.OnCheckpoint = func(ctx context.Context, _ []wire.Checkpoint, ordered bool) error {
+			select {
+			case calls <- ordered:
+			default:
+			}
+			return nil
+		}
+		// The store fails the first batch once (a test trigger; a sequence survives the
+		// rollback), so it goes back for redelivery and the proof is lost.
+		if _, err := b.pool.Exec(ctx, `
+			create sequence public.test_fail_once;
+			create function public.test_fail_once() returns trigger language plpgsql set search_path = public, pg_catalog as $$
+			begin
+			    if nextval('test_fail_once') = 1 then
+			        raise exception 'injected: the first batch fails once';
+			    end if;
+			    return null;
+			end $$;
+			create trigger test_fail_once after insert on streamseal.events
+			    for each statement execute function public.test_fail_once()`); err != nil {
+			t.Fatal(err)
+		}
+		checkpoint := func(from, to int64) *nats.Msg {
+			cp, err := wire.CheckpointMessage(wire.Checkpoint{Origin: "orders", IntervalS: 60,
+				At: time.Now(), From: from, To: to, Type: eventTypes[0], Tenants: []wire.CheckpointTenant{{Tenant: "acme", N: to - from}}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return cp
+		}
+		publish(t, b, wire.EventMessage(ordersEvent(1, 1, eventTypes[0])), checkpoint(1, 2))
+		testrun.Go(t, "inbox", in.Run)
+		if testrun.Receive(t, "the redelivered first checkpoint verified", calls) {
+			t.Fatal("a checkpoint redelivered with the batch that failed was handed over as ordered")
+		}
+		// Traffic never pauses for the fetch's one-second wait: an event and a checkpoint
+		// every 100 ms until a checkpoint is handed over as ordered again.
+		testrun.Go(t, "steady traffic", func(ctx context.Context) error {
+			for seq := int64(2); ctx.Err() == nil; seq++ {
+				for _, m := range []*nats.Msg{wire.EventMessage(ordersEvent(seq, seq, eventTypes[0])), checkpoint(seq, seq+1)} {
+					if _, err := b.nats.JS.PublishMsg(ctx, m); err != nil && ctx.Err() == nil {
+						return err
+					}
+				}
+				select {
+				case <-ctx.Done():
+				case <-time.After(100 * time.Millisecond): // the traffic's pace, not a wait on a state
+				}
+			}
+			return nil
+		})
+		failsafe := time.After(testrun.Failsafe)
+		for ordered := false; !ordered; {
+			select {
+			case ordered = <-calls:
+			case <-failsafe:
+				t.Fatalf("gave up waiting for a checkpoint handed over as ordered again under steady traffic (%+v)", in.Counts())
+			}
+		}
+	})
+
 	// A delivery another consumer (an earlier process, a second replica) holds unacknowledged
 	// may be committed after the checkpoint behind it: that checkpoint is not ordered.
 	t.Run("DoesNotProveOrderOverADeliveryAnotherConsumerHolds", func(t *testing.T) {
