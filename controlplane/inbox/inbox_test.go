@@ -836,8 +836,7 @@ func TestInbox(t *testing.T) {
 			return nil
 		}
 		checkpoint := func(from, to int64) *nats.Msg {
-			cp, err := wire.CheckpointMessage(wire.Checkpoint{Origin: "orders", IntervalS: 60,
-				At: time.Now(), From: from, To: to, Type: eventTypes[0], Tenants: []wire.CheckpointTenant{{Tenant: "acme", N: to - from}}})
+			cp, err := acmeCheckpoint(from, to)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -899,8 +898,7 @@ func TestInbox(t *testing.T) {
 			t.Fatal(err)
 		}
 		checkpoint := func(from, to int64) *nats.Msg {
-			cp, err := wire.CheckpointMessage(wire.Checkpoint{Origin: "orders", IntervalS: 60,
-				At: time.Now(), From: from, To: to, Type: eventTypes[0], Tenants: []wire.CheckpointTenant{{Tenant: "acme", N: to - from}}})
+			cp, err := acmeCheckpoint(from, to)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -915,7 +913,11 @@ func TestInbox(t *testing.T) {
 		// every 100 ms until a checkpoint is handed over as ordered again.
 		testrun.Go(t, "steady traffic", func(ctx context.Context) error {
 			for seq := int64(2); ctx.Err() == nil; seq++ {
-				for _, m := range []*nats.Msg{wire.EventMessage(ordersEvent(seq, seq, eventTypes[0])), checkpoint(seq, seq+1)} {
+				cp, err := acmeCheckpoint(seq, seq+1) // not checkpoint(): t.Fatal belongs to the test's goroutine
+				if err != nil {
+					return err
+				}
+				for _, m := range []*nats.Msg{wire.EventMessage(ordersEvent(seq, seq, eventTypes[0])), cp} {
 					if _, err := b.nats.JS.PublishMsg(ctx, m); err != nil && ctx.Err() == nil {
 						return err
 					}
@@ -999,6 +1001,13 @@ func recordedCheckpoints(t *testing.T, pool *pgxpool.Pool) int {
 }
 
 // ordersEvent is an event of origin "orders" as its relay publishes it.
+// acmeCheckpoint is orders' checkpoint of the window [from, to) of the first event type, every
+// event in it of tenant acme.
+func acmeCheckpoint(from, to int64) (*nats.Msg, error) {
+	return wire.CheckpointMessage(wire.Checkpoint{Origin: "orders", IntervalS: 60,
+		At: time.Now(), From: from, To: to, Type: eventTypes[0], Tenants: []wire.CheckpointTenant{{Tenant: "acme", N: to - from}}})
+}
+
 func ordersEvent(originSeq, typeSeq int64, eventType string) store.EventCopy {
 	return store.EventCopy{EventID: uuid.New(), Origin: "orders", OriginSeq: originSeq, TypeSeq: typeSeq, Tenant: "acme",
 		StreamID: fmt.Sprintf("order-%d", originSeq%4), StreamVersion: originSeq, EventType: eventType,
