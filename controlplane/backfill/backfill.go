@@ -253,7 +253,7 @@ func (o *Operator) Run(ctx context.Context, types []string) error {
 		poll = 200 * time.Millisecond
 	}
 	seen := map[string]int64{}
-	for {
+	report := func() error {
 		progress, err := store.BackfillProgress(ctx, o.Pool)
 		if err != nil {
 			return err
@@ -269,6 +269,12 @@ func (o *Operator) Run(ctx context.Context, types []string) error {
 			seen[key], seen[key+"?"] = p.Shipped, 1
 			fmt.Fprintln(o.Out, ProgressLine(p))
 		}
+		return nil
+	}
+	for {
+		if err := report(); err != nil {
+			return err
+		}
 		consumed, err := store.ConsumedTypes(ctx, o.Pool)
 		if err != nil {
 			return err
@@ -280,6 +286,12 @@ func (o *Operator) Run(ctx context.Context, types []string) error {
 			}
 		}
 		if complete == len(types) {
+			// The last answer completed the types in the transaction that recorded its
+			// progress, which may have committed after the progress was read above: read it
+			// again, so the final line of every origin is printed before "complete".
+			if err := report(); err != nil {
+				return err
+			}
 			fmt.Fprintf(o.Out, "backfill: complete: %v\n", types)
 			return nil
 		}
