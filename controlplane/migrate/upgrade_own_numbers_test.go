@@ -58,6 +58,9 @@ func TestMigrate_UpgradeMovesOwnNumbersInPlace(t *testing.T) {
 		mustExec(t, conn, `alter table streamseal.`+table+` alter column stream_id type text collate "default"`)
 	}
 	mustExec(t, conn, `create index events_unstamped on streamseal.events (local_id) where origin_seq is null`)
+	// 046: broadcast answers without their answer time (its down section).
+	mustExec(t, conn, `alter table streamseal.broadcast_answers drop constraint broadcast_answers_answer_time_only_when_answered,
+		drop column answered_broadcast_at`)
 	mustExec(t, conn, "update "+migrate.VersionTable+" set version = 31")
 	mustExec(t, conn, `alter table streamseal.events disable trigger user`)
 	mustExec(t, conn, `
@@ -108,6 +111,19 @@ func TestMigrate_UpgradeMovesOwnNumbersInPlace(t *testing.T) {
 	}
 	if len(notC) != 0 {
 		t.Fatalf("after the upgrade the stream_id columns of %v are not collate \"C\"", notC)
+	}
+
+	// 046: a broadcast's answer is timed again after the upgrade (check_redelivery_answer's grace
+	// reads it), and only an answered one may carry a time.
+	var timed bool
+	if err := conn.QueryRow(ctx, `
+		select exists (select from pg_constraint where conname = 'broadcast_answers_answer_time_only_when_answered')
+		   and exists (select from pg_attribute where attrelid = 'streamseal.broadcast_answers'::regclass
+		               and attname = 'answered_broadcast_at' and not attisdropped)`).Scan(&timed); err != nil {
+		t.Fatal(err)
+	}
+	if !timed {
+		t.Fatal("after the upgrade broadcast_answers has no answered_broadcast_at (migration 046) or lacks its constraint")
 	}
 
 	var stamped, last int64

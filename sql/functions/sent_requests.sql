@@ -9,7 +9,11 @@
 -- are parallel arrays, one element per bundled event (type_seq range [ts, ts + 1)) or per
 -- "cannot re-deliver" entry; a null element is not stated and not checked (a null event type
 -- skips the tenant check too: such an entry changes no lane). final marks the request answered
--- (a summary), so later bundles and summaries of it are replays.
+-- (a summary), so later summaries of it are replays, and later bundles too unless grace allows
+-- them (_answered_within_grace): replicas of one consumer share the control durable, so one may
+-- handle the summary before another has stored the bundles fetched ahead of it; a bundle handled
+-- less than grace after the answer is checked as if the request were open (and stored twice adds
+-- nothing: ingest skips a known event id). Null or zero grace: none.
 -- A broadcast request (sent_requests origin '_all': a backfill) may be answered by any origin,
 -- each once: its summary closes the request for that origin only (broadcast_answers), and its
 -- items must be of a type the request names and a (tenant, type) this service consumes.
@@ -22,7 +26,7 @@ create function streamseal.check_redelivery_answer(request_id uuid, origin text,
                                                    tenants text[], event_types text[], stream_ids text[],
                                                    origin_seq_lo bigint[], origin_seq_hi bigint[],
                                                    type_seq_lo bigint[], type_seq_hi bigint[],
-                                                   lane text default null)
+                                                   lane text default null, grace interval default null)
 returns text
 language plpgsql
 volatile
@@ -30,6 +34,8 @@ set search_path = pg_catalog, pg_temp
 as $$
 declare
     sent streamseal.sent_requests;
+    answered boolean;
+    answered_at timestamptz;
     outside boolean;
     broadcast boolean := false;
     consumed_scope boolean;
@@ -47,13 +53,18 @@ begin
             return 'unsolicited';
         end if;
         broadcast := true;
-        if exists (select from streamseal.broadcast_answers a
-                   where a.backfill = check_redelivery_answer.request_id and a.origin = check_redelivery_answer.origin
-                     and a.answered_broadcast) then
-            return 'replayed';
-        end if;
+        select a.answered_broadcast, a.answered_broadcast_at into answered, answered_at
+        from streamseal.broadcast_answers a
+        where a.backfill = check_redelivery_answer.request_id and a.origin = check_redelivery_answer.origin;
+        answered := coalesce(answered, false);
+    else
+        answered := sent.answered_at is not null;
+        answered_at := sent.answered_at;
     end if;
-    if sent.answered_at is not null then
+    -- GUARD: an answered request takes no second summary, and a late bundle only within the grace.
+    if answered and not streamseal._answered_within_grace(check_redelivery_answer.final, answered_at,
+                                                          check_redelivery_answer.grace, sent.sent_at,
+                                                          coalesce(check_redelivery_answer.lane, check_redelivery_answer.origin)) then
         return 'replayed';
     end if;
     -- A backfill's requests (its broadcast and the follow-ups of truncated answers) name no tenant:
@@ -113,15 +124,40 @@ begin
     end if;
 
     if check_redelivery_answer.final and broadcast then
-        insert into streamseal.broadcast_answers as a (backfill, origin, answered_broadcast)
-        values (check_redelivery_answer.request_id, check_redelivery_answer.origin, true)
-        on conflict on constraint broadcast_answers_pkey do update set answered_broadcast = true, updated_at = pg_catalog.now();
+        insert into streamseal.broadcast_answers as a (backfill, origin, answered_broadcast, answered_broadcast_at)
+        values (check_redelivery_answer.request_id, check_redelivery_answer.origin, true, pg_catalog.now())
+        on conflict on constraint broadcast_answers_pkey do update
+        set answered_broadcast = true, answered_broadcast_at = pg_catalog.now(), updated_at = pg_catalog.now();
     elsif check_redelivery_answer.final then
         update streamseal.sent_requests s set answered_at = pg_catalog.now()
         where s.request_id = check_redelivery_answer.request_id;
     end if;
     return null;
 end
+$$;
+
+-- _answered_within_grace says whether an answer to a request already answered at answered_at (by
+-- this origin, for a broadcast) is still checked and stored: a bundle (not final) handled less than
+-- grace after the answer, while no history change of its lane was applied to this store's copies
+-- since the request was sent (copy_history_cursors, copy_closes: applied_at >= sent_at). The bound
+-- is what lets grace exist at all: an old bundle could hold an event the origin has removed or
+-- reclassified, or a stream it closed, since; stored again it would undo that change for good
+-- (the cursor has passed it). Such a bundle is dropped as before and the checkpoints ask again.
+-- answered_at null (a broadcast answered before migration 046): unknown, so no grace.
+create function streamseal._answered_within_grace(final boolean, answered_at timestamptz, grace interval,
+                                                  sent_at timestamptz, lane text)
+returns boolean
+language sql
+stable
+set search_path = pg_catalog, pg_temp
+as $$
+    select not _answered_within_grace.final
+       and coalesce(_answered_within_grace.grace > interval '0', false)
+       and coalesce(_answered_within_grace.answered_at > pg_catalog.now() - _answered_within_grace.grace, false)
+       and not exists (select from streamseal.copy_history_cursors k
+                       where k.origin = _answered_within_grace.lane and k.applied_at >= _answered_within_grace.sent_at)
+       and not exists (select from streamseal.copy_closes k
+                       where k.origin = _answered_within_grace.lane and k.applied_at >= _answered_within_grace.sent_at)
 $$;
 
 -- _origin_answer_time is how long the origin took to answer this service lately: the longest
