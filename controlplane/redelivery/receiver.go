@@ -43,6 +43,12 @@ type Receiver struct {
 	// loss of the lane (streamseal.accept_loss), so the lane's floor moves past it and nobody asks
 	// for it again. Set by the control plane once lanes exist.
 	AcceptUnservable bool
+	// AnswerGrace is how long after a request's summary its bundles are still checked and stored
+	// (check_redelivery_answer's grace): replicas share the control durable, so another replica
+	// may handle the summary before this one stores the bundles fetched ahead of it. Zero: none,
+	// every bundle after the summary is dropped as replayed. The control plane sets
+	// AnswerGraceDefault (--repair-answer-grace).
+	AnswerGrace time.Duration
 
 	bundles, stored, refused atomic.Int64
 	followUps                atomic.Int64
@@ -103,6 +109,15 @@ func (r *Receiver) onBundle(ctx context.Context, env wire.Envelope, attachment [
 	}
 	return nil
 }
+
+// AnswerGraceDefault is the control plane's AnswerGrace: the longest a bundle can still be handled
+// after its answer's summary. The bundles precede their summary on the control subject, so each
+// was first delivered before the summary was handled; the broker delivers a message up to
+// wire.MaxDeliverDefault (10) times, each held at most wire.ControlAckWait (a minute) and then
+// nak'd with wire.RetryDelay(wire.RetryBaseDefault, n) = 2, 4, 8, 16, 32, 60, 60, 60, 60 s:
+// 9 x 60 + 302 = 842 s to the tenth delivery, plus a minute to handle it, 902 s, rounded up to
+// 16 minutes (TestAnswerGraceCoversTheControlRedeliveryHorizon computes it from those constants).
+const AnswerGraceDefault = 16 * time.Minute
 
 // IngestParallelDefault is how many ingests a run of bundles is split into by default: a copy's
 // ingest is ~25 us of database CPU (its indexes, the digest fold), so one connection caps a
@@ -266,7 +281,8 @@ func (r *Receiver) onSummaryAhead(ctx context.Context, env wire.Envelope, _ []by
 	if err != nil {
 		return
 	}
-	if reason, err := store.SentRequestCheckAnswer(ctx, r.Pool, id, env.From, "", false, unservableItems(s)); err != nil || reason != "" {
+	// No grace: a summary handled already (redelivered after a crash) must not be followed ahead again.
+	if reason, err := store.SentRequestCheckAnswer(ctx, r.Pool, id, env.From, "", false, 0, unservableItems(s)); err != nil || reason != "" {
 		return
 	}
 	sent, ok, err := store.SentRequestGet(ctx, r.Pool, id, env.From)
@@ -401,7 +417,8 @@ func (r *Receiver) checkBundle(ctx context.Context, env wire.Envelope, b wire.Bu
 }
 
 // checkAnswer asks SQL whether copies (of lane's events, from sender) answer the open request
-// requestID this service sent sender, every event within its scope; "" when they do.
+// requestID this service sent sender (or answered less than AnswerGrace ago), every event within
+// its scope; "" when they do.
 func (r *Receiver) checkAnswer(ctx context.Context, requestID, sender, lane string, copies []store.EventCopy) (string, error) {
 	id, err := uuid.Parse(requestID)
 	if err != nil {
@@ -413,7 +430,7 @@ func (r *Receiver) checkAnswer(ctx context.Context, requestID, sender, lane stri
 		items[i] = store.AnswerItem{Tenant: c.Tenant, EventType: &c.EventType, StreamID: &c.StreamID,
 			OriginSeqLo: &c.OriginSeq, TypeSeqLo: &c.TypeSeq}
 	}
-	return store.SentRequestCheckAnswer(ctx, r.Pool, id, sender, lane, false, items)
+	return store.SentRequestCheckAnswer(ctx, r.Pool, id, sender, lane, false, r.AnswerGrace, items)
 }
 
 // checkSummary asks SQL whether a summary answers an open request this service sent its sender,
@@ -424,7 +441,7 @@ func (r *Receiver) checkSummary(ctx context.Context, env wire.Envelope, s wire.R
 	if err != nil {
 		return wire.DropUnsolicited, nil
 	}
-	return store.SentRequestCheckAnswer(ctx, r.Pool, id, env.From, "", true, unservableItems(s))
+	return store.SentRequestCheckAnswer(ctx, r.Pool, id, env.From, "", true, 0, unservableItems(s)) // a second summary is always a replay
 }
 
 // unservableItems are a summary's "cannot re-deliver" entries as answer items (check_redelivery_answer).

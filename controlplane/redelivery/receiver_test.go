@@ -256,11 +256,16 @@ func TestReceiver(t *testing.T) {
 	})
 
 	// Invariant 12 (answers only answer requests): a bundle is stored only when it answers a
-	// request billing sent, that is still open, to the origin that sends it, and only within that
-	// request's scope. Each forgery is dropped and counted with its reason; nothing of it is stored.
+	// request billing sent, that is still open (or answered less than the answer grace ago), to
+	// the origin that sends it, and only within that request's scope. Each forgery is dropped and
+	// counted with its reason; nothing of it is stored. The receiver runs with the control
+	// plane's grace, so the replay proven here is one that comes after it.
 	t.Run("DropsBundlesThatAnswerNoOpenRequestOrLeaveItsScope", func(t *testing.T) {
 		t.Parallel()
 		r, b := setup(t)
+		r.AnswerGrace = redelivery.AnswerGraceDefault
+		summaries := make(chan wire.RedeliverySummary, 1)
+		r.OnSummary = func(s wire.RedeliverySummary) { summaries <- s }
 		_, shipping := b.nats.Connect(t, "shipping")
 		start(t, r, b)
 
@@ -289,9 +294,14 @@ func TestReceiver(t *testing.T) {
 			bundle, bytes := bundleOf(asked, false, c)
 			send(t, b, wire.KindRedeliveryBundle, "orders", bundle, bytes)
 		}
-		// Replayed: a bundle of a request already answered (its final summary came).
+		// Replayed: a bundle of a request answered (its final summary came) longer ago than the grace.
 		old := ask(t, b)
 		send(t, b, wire.KindRedeliverySummary, "orders", wire.RedeliverySummary{RequestID: old, Origin: "orders"}, nil)
+		testrun.Receive(t, "the summary of the answered request", summaries)
+		if _, err := b.pool.Exec(ctx, "update streamseal.sent_requests set answered_at = answered_at - make_interval(secs => $2) where request_id = $1",
+			old, redelivery.AnswerGraceDefault.Seconds()); err != nil {
+			t.Fatal(err)
+		}
 		replayed, replayedBytes := bundleOf(old, false, ordersCopies("y", 7, 2))
 		send(t, b, wire.KindRedeliveryBundle, "orders", replayed, replayedBytes)
 		// Forged sender: on shipping's subject, claiming orders.
@@ -319,6 +329,57 @@ func TestReceiver(t *testing.T) {
 		if got := lane(t, b.pool, "orders"); len(got) != 2 || got[0].StreamID != "g" || len(lane(t, b.pool, "shipping")) != 0 {
 			t.Fatalf("billing holds %d events of orders (%+v) and %d of shipping; want only the honest bundle's 2",
 				len(got), got, len(lane(t, b.pool, "shipping")))
+		}
+	})
+
+	// Invariants 1 and 14: replicas of one service share the control durable, so one replica can
+	// handle an answer's summary before another has stored the bundles it fetched ahead of it.
+	// Those bundles are handled after their summary; within the answer grace they are stored,
+	// byte-equal, instead of dropped as replayed and asked for again a checkpoint later. Without a
+	// grace none is stored (the drop this fixes).
+	t.Run("StoresABundleHandledAfterItsSummaryByAnotherReplica", func(t *testing.T) {
+		t.Parallel()
+		for _, c := range []struct {
+			name   string
+			grace  time.Duration
+			stored int
+		}{{"NoGrace", 0, 0}, {"DefaultGrace", redelivery.AnswerGraceDefault, 5}} {
+			t.Run(c.name, func(t *testing.T) {
+				t.Parallel()
+				r, b := setup(t)
+				r.AnswerGrace = c.grace
+				summaries := make(chan wire.RedeliverySummary, 1)
+				r.OnSummary = func(s wire.RedeliverySummary) { summaries <- s }
+				start(t, r, b)
+				id := ask(t, b)
+				first, second := ordersCopies("s", 1, 3), ordersCopies("t", 4, 2)
+				// The summary first, as the replica that handled it would leave the store.
+				send(t, b, wire.KindRedeliverySummary, "orders", wire.RedeliverySummary{RequestID: id, Origin: "orders", Shipped: 5, Bundles: 2}, nil)
+				testrun.Receive(t, "the summary handled", summaries)
+				// Then the bundles it followed on the wire, handled late by this replica.
+				for _, copies := range [][]store.EventCopy{first, second} {
+					bundle, bytes := bundleOf(id, false, copies)
+					send(t, b, wire.KindRedeliveryBundle, "orders", bundle, bytes)
+				}
+				testrun.WaitFor(t, "both bundles handled", func() bool { return b.control.Finished() == 3 })
+
+				got := lane(t, b.pool, "orders")
+				if len(got) != c.stored {
+					t.Fatalf("billing holds %d of the answer's 5 events handled after its summary with grace %v; want %d (drops %v)",
+						len(got), c.grace, c.stored, b.control.Seam.Dropped())
+				}
+				if c.stored == 0 {
+					if want := map[string]int64{wire.DropReplayed: 2}; fmt.Sprint(b.control.Seam.Dropped()) != fmt.Sprint(want) {
+						t.Fatalf("drops %v, want %v", b.control.Seam.Dropped(), want)
+					}
+					return
+				}
+				for i, want := range append(first, second...) {
+					if !sameCopy(got[i], want) {
+						t.Fatalf("copy %d stored as %+v, sent %+v", i, got[i], want)
+					}
+				}
+			})
 		}
 	})
 
@@ -613,4 +674,25 @@ func laneState(t *testing.T, pool *pgxpool.Pool) string {
 		t.Fatal(err)
 	}
 	return fmt.Sprintf("floor %d, holes %s, accepted losses %s", floor, holes, accepted)
+}
+
+// TestAnswerGraceCoversTheControlRedeliveryHorizon pins AnswerGraceDefault to the longest a bundle
+// can still be handled after its summary (invariants 1 and 14): a bundle precedes its summary on
+// the control subject, so its first delivery came before the summary was handled, and the broker
+// can deliver it again MaxDeliver times, each after the AckWait or the retry delay. Raising any of
+// those constants past the grace fails here instead of dropping late bundles as replayed.
+func TestAnswerGraceCoversTheControlRedeliveryHorizon(t *testing.T) {
+	t.Parallel()
+	var horizon time.Duration
+	for n := uint64(1); n < wire.MaxDeliverDefault; n++ {
+		horizon += wire.ControlAckWait + wire.RetryDelay(wire.RetryBaseDefault, n)
+	}
+	horizon += wire.ControlAckWait // the last delivery's handling
+	if horizon != 902*time.Second {
+		t.Errorf("control redelivery horizon = %v, want 902s as AnswerGraceDefault's comment says: update it", horizon)
+	}
+	if redelivery.AnswerGraceDefault < horizon {
+		t.Fatalf("AnswerGraceDefault = %v, shorter than the control redelivery horizon %v: a bundle redelivered that late is dropped as replayed",
+			redelivery.AnswerGraceDefault, horizon)
+	}
 }

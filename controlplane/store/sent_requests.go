@@ -134,9 +134,13 @@ type AnswerItem struct {
 // SentRequestCheckAnswer asks SQL (streamseal.check_redelivery_answer) whether an answer from
 // origin answers an open request this service sent it, within its scope: "" when it does, else
 // the drop reason (unsolicited, replayed, out_of_scope). final (a summary) marks the request
-// answered, so anything later for it is a replay. lane, when not empty and not origin, says the
-// items are forwarded copies of lane's events: they answer a backfill's request only.
-func SentRequestCheckAnswer(ctx context.Context, db Querier, requestID uuid.UUID, origin, lane string, final bool, items []AnswerItem) (string, error) {
+// answered, so a later summary for it is a replay, and so is a later bundle unless it comes less
+// than grace after the summary (zero: no grace) and no history change of its lane was applied
+// since the request was sent: then it is checked as if the request were open. lane, when not empty
+// and not origin, says the items are forwarded copies of lane's events: they answer a backfill's
+// request only.
+func SentRequestCheckAnswer(ctx context.Context, db Querier, requestID uuid.UUID, origin, lane string, final bool, grace time.Duration,
+	items []AnswerItem) (string, error) {
 	n := len(items)
 	tenants, types, streams := make([]string, n), make([]*string, n), make([]*string, n)
 	osLo, osHi, tsLo, tsHi := make([]*int64, n), make([]*int64, n), make([]*int64, n), make([]*int64, n)
@@ -144,9 +148,15 @@ func SentRequestCheckAnswer(ctx context.Context, db Querier, requestID uuid.UUID
 		tenants[i], types[i], streams[i] = it.Tenant, it.EventType, it.StreamID
 		osLo[i], osHi[i], tsLo[i], tsHi[i] = it.OriginSeqLo, it.OriginSeqHi, it.TypeSeqLo, it.TypeSeqHi
 	}
+	var graceSeconds *float64 // null: no grace (make_interval is strict)
+	if grace > 0 {
+		secs := grace.Seconds()
+		graceSeconds = &secs
+	}
 	var reason *string
-	if err := db.QueryRow(ctx, "select streamseal.check_redelivery_answer($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, lane => $11)",
-		requestID, origin, final, tenants, types, streams, osLo, osHi, tsLo, tsHi, textOrNull(lane)).Scan(&reason); err != nil {
+	if err := db.QueryRow(ctx, `select streamseal.check_redelivery_answer($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, lane => $11,
+		                                                              grace => make_interval(secs => $12))`,
+		requestID, origin, final, tenants, types, streams, osLo, osHi, tsLo, tsHi, textOrNull(lane), graceSeconds).Scan(&reason); err != nil {
 		return "", classify("check the answer to request "+requestID.String(), err)
 	}
 	if reason == nil {

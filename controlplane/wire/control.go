@@ -52,6 +52,12 @@ const (
 	retryMax          = time.Minute     // the longest delay between two deliveries
 )
 
+// ControlAckWait is how long the control consumers wait for a delivered message's ack before the
+// broker delivers it again (a handler that crashed, or a replica that stopped mid-batch). With
+// MaxDeliverDefault and RetryDelay it bounds how long after its first delivery a control message
+// can still be handled: redelivery.AnswerGraceDefault is derived from that horizon.
+const ControlAckWait = time.Minute
+
 // RetryDelay is the delay before delivery n+1 of a message that failed delivery n (n >= 1):
 // base x 2^(n-1), at most a minute.
 func RetryDelay(base time.Duration, n uint64) time.Duration {
@@ -145,7 +151,7 @@ func (c *Control) Run(ctx context.Context) error {
 			Durable:       ControlDurable(c.Seam.Self, filter),
 			FilterSubject: filter,
 			AckPolicy:     jetstream.AckExplicitPolicy,
-			AckWait:       time.Minute,
+			AckWait:       ControlAckWait,
 			MaxAckPending: 256,
 			// A bound on redeliveries after a crash mid-handler too (AckWait expiry), not only on Naks.
 			MaxDeliver:    c.MaxDeliver,
