@@ -41,6 +41,7 @@ const (
 	RepairModeDefault                         = AutoRepairCapped
 	MaxAutoRepairRequestsPerCheckpointDefault = 10
 	RepairRetryAfterDefault                   = 5 * time.Minute
+	RepairAnswerGraceDefault                  = redelivery.AnswerGraceDefault
 	EpochWidthDefault                         = 100000
 	SettleWindowDefault                       = 60 * time.Minute
 	StallLimitDefault                         = 3600 * time.Second
@@ -74,19 +75,22 @@ type Config struct {
 	RepairMode                         string
 	MaxAutoRepairRequestsPerCheckpoint int
 	RepairRetryAfter                   time.Duration
-	EpochWidth                         int64
-	SettleWindow                       time.Duration
-	StallLimit                         time.Duration
-	Redelivery                         redelivery.Limits
-	AuditInterval                      time.Duration
-	StartupAuditMaxJitter              time.Duration
-	MaxAutoRepairRequestsPerAudit      int
-	MaxDrillDownTypesPerAudit          int
-	MaxDigestsPerManifest              int
-	DivergenceReportCooldown           time.Duration
-	MaxRepairAttemptsPerBucket         int
-	FullSweepCron                      string
-	FullSweepEveryNthAudit             int
+	// RepairAnswerGrace is how long after a repair answer's summary its bundles are still stored:
+	// another replica may handle the summary first (redelivery.Receiver.AnswerGrace).
+	RepairAnswerGrace             time.Duration
+	EpochWidth                    int64
+	SettleWindow                  time.Duration
+	StallLimit                    time.Duration
+	Redelivery                    redelivery.Limits
+	AuditInterval                 time.Duration
+	StartupAuditMaxJitter         time.Duration
+	MaxAutoRepairRequestsPerAudit int
+	MaxDrillDownTypesPerAudit     int
+	MaxDigestsPerManifest         int
+	DivergenceReportCooldown      time.Duration
+	MaxRepairAttemptsPerBucket    int
+	FullSweepCron                 string
+	FullSweepEveryNthAudit        int
 	// EventRetention is how long JetStream keeps events (0: forever). Repairs come from the
 	// origin's store, so the broker holds only what deliveries in flight and restarts need.
 	EventRetention time.Duration

@@ -32,6 +32,7 @@ func TestConfig(t *testing.T) {
 			RepairMode:                         RepairModeDefault,
 			MaxAutoRepairRequestsPerCheckpoint: MaxAutoRepairRequestsPerCheckpointDefault,
 			RepairRetryAfter:                   RepairRetryAfterDefault,
+			RepairAnswerGrace:                  RepairAnswerGraceDefault,
 			EpochWidth:                         EpochWidthDefault,
 			SettleWindow:                       SettleWindowDefault,
 			StallLimit:                         StallLimitDefault,
@@ -98,6 +99,44 @@ func TestConfig(t *testing.T) {
 		c.BackfillReaskAfter = 0
 		if err := c.Validate(); err == nil || !strings.Contains(err.Error(), "--backfill-reask-after") {
 			t.Fatalf("a zero re-ask delay: %v; want a refusal naming --backfill-reask-after", err)
+		}
+	})
+
+	// Invariants 1 and 14: how long a repair answer's bundles are still stored after its summary
+	// (another replica handled it first) is the operator's, run only, from the receiver's
+	// default; a malformed or out-of-range value is refused naming the option and the range.
+	t.Run("RepairAnswerGraceIsARunOption", func(t *testing.T) {
+		if RepairAnswerGraceDefault != redelivery.AnswerGraceDefault {
+			t.Fatalf("default %s, want the receiver's %s", RepairAnswerGraceDefault, redelivery.AnswerGraceDefault)
+		}
+		t.Setenv("STREAMSEAL_REPAIR_ANSWER_GRACE", "20m")
+		o := DefaultOptions()
+		fs := flag.NewFlagSet("run", flag.ContinueOnError)
+		fs.SetOutput(io.Discard)
+		if err := o.RegisterFlags(fs, CommandRun); err != nil {
+			t.Fatal(err)
+		}
+		if err := fs.Parse(nil); err != nil || o.RepairAnswerGrace != 20*time.Minute {
+			t.Fatalf("from the environment: %v, %s; want 20m", err, o.RepairAnswerGrace)
+		}
+		if err := fs.Parse([]string{"--repair-answer-grace", "soon"}); err == nil || !strings.Contains(err.Error(), "repair-answer-grace") {
+			t.Fatalf("a malformed grace: %v; want a refusal naming --repair-answer-grace", err)
+		}
+		for _, bad := range []time.Duration{0, 25 * time.Hour} {
+			c := Defaults()
+			c.RepairAnswerGrace = bad
+			if err := c.Validate(); err == nil || !strings.Contains(err.Error(), "--repair-answer-grace "+FormatDuration(bad)+" is out of range: expected 1ms..24h") {
+				t.Fatalf("--repair-answer-grace %s: %v; want a refusal naming the option and its range", bad, err)
+			}
+		}
+		audit := flag.NewFlagSet("audit", flag.ContinueOnError)
+		audit.SetOutput(io.Discard)
+		ao := DefaultOptions()
+		if err := ao.RegisterFlags(audit, CommandAudit); err != nil {
+			t.Fatal(err)
+		}
+		if audit.Lookup("repair-answer-grace") != nil {
+			t.Fatal("audit takes --repair-answer-grace; it stores no repair answers")
 		}
 	})
 

@@ -123,7 +123,8 @@ func New(cfg Config) (*Node, error) {
 	n.Relay = &relay.Relay{Pool: cfg.Pool, JS: js, Logger: logger, Metrics: ins}
 	n.Redelivery = &redelivery.Server{Pool: cfg.Pool, JS: js, Service: cfg.Service, Limits: settings.Redelivery, Logger: logger, Metrics: ins,
 		ServeCopies: settings.BackfillServeCopies == config.BackfillOn}
-	n.Repair = &redelivery.Receiver{Pool: cfg.Pool, JS: js, Service: cfg.Service, Logger: logger, Metrics: ins, AcceptUnservable: true}
+	n.Repair = &redelivery.Receiver{Pool: cfg.Pool, JS: js, Service: cfg.Service, Logger: logger, Metrics: ins, AcceptUnservable: true,
+		AnswerGrace: settings.RepairAnswerGrace}
 	n.Publisher = &checkpoint.Publisher{Pool: cfg.Pool, JS: js, Service: cfg.Service, Interval: settings.CheckpointInterval, Logger: logger}
 	n.Verifier = &checkpoint.Verifier{Pool: cfg.Pool, JS: js, Service: cfg.Service, Config: settings, Logger: logger, Metrics: ins,
 		Started: time.Now()}

@@ -78,6 +78,9 @@ func TestNode(t *testing.T) {
 		if n.Redelivery.Limits != redelivery.DefaultLimits {
 			t.Errorf("redelivery limits %+v, want %+v", n.Redelivery.Limits, redelivery.DefaultLimits)
 		}
+		if n.Repair.AnswerGrace != redelivery.AnswerGraceDefault {
+			t.Errorf("repair answer grace %s, want %s", n.Repair.AnswerGrace, redelivery.AnswerGraceDefault)
+		}
 		if n.Manifest.MaxDigests != audit.MaxDigestsDefault {
 			t.Errorf("manifest chunk %d, want %d", n.Manifest.MaxDigests, audit.MaxDigestsDefault)
 		}
