@@ -1,6 +1,7 @@
 // Package stamper runs the commit-order stamper loop: it calls streamseal.stamp() until the
 // backlog is empty, then sleeps until an own insert's NOTIFY (channel streamseal_unstamped) or a
-// failsafe poll wakes it. The numbering rule itself lives in SQL (sql/functions/stamp.sql); this
+// failsafe poll wakes it. Inserts notify only while a loop sleeps holding the sleep lock
+// (sql/functions/stamper_sleep.sql), so a busy loop is not signalled per commit. The numbering rule itself lives in SQL (sql/functions/stamp.sql); this
 // package owns only the waking and the retrying. Several replicas may run it at once: the SQL
 // serializes them on an advisory lock.
 package stamper
@@ -17,7 +18,7 @@ import (
 	"github.com/streamseal/streamseal/controlplane/store"
 )
 
-// Channel is the NOTIFY channel every insert of an own (unstamped) event signals.
+// Channel is the NOTIFY channel an insert of an own (unstamped) event signals while a loop sleeps.
 const Channel = store.ChannelUnstamped
 
 // Loop is a stamper loop. Zero values of the tuning fields take the defaults.

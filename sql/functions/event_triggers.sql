@@ -2,7 +2,8 @@
 -- stamper, close_stream, reaping, reclassification, or an application's own INSERT / UPDATE /
 -- DELETE): keep the own-versus-copy rule, hand the counted changes to _fold_changes(), record
 -- changes of own sealed history as facts that travel (history_changes.sql), and wake the stamper
--- and feed readers. Statement-level triggers over transition tables: one fold per statement.
+-- (only while one sleeps: stamper_sleep.sql) and feed readers. Statement-level triggers over
+-- transition tables: one fold per statement.
 
 -- _events_inserted guards the own/copy rule, folds inserted copies and queues own events for the
 -- stamper. Own events arrive unstamped and are folded when the stamper numbers them (stamp.sql).
