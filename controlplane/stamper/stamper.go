@@ -163,6 +163,14 @@ func (l *Loop) listenAndStamp(ctx context.Context) error {
 		}
 		if woken && l.Coalesce > 0 && (l.Yield == nil || !l.Yield()) {
 			// Let more commits arrive and swallow their notifications, then drain once for all.
+			// The lock goes first: the drain after the window sees what commits in it, so those
+			// commits need not notify.
+			if armed {
+				if err := store.StamperSleepRelease(ctx, conn, false); err != nil {
+					return err
+				}
+				armed = false
+			}
 			if _, err := store.AbsorbNotifications(ctx, conn, time.Now().Add(l.Coalesce)); err != nil {
 				return err
 			}
