@@ -1,9 +1,9 @@
 // Package stamper runs the commit-order stamper loop: it calls streamseal.stamp() until the
 // backlog is empty, then sleeps until an own insert's NOTIFY (channel streamseal_unstamped) or a
 // failsafe poll wakes it. Inserts notify only while a loop sleeps holding the sleep lock
-// (sql/functions/stamper_sleep.sql), so a busy loop is not signalled per commit. The numbering rule itself lives in SQL (sql/functions/stamp.sql); this
-// package owns only the waking and the retrying. Several replicas may run it at once: the SQL
-// serializes them on an advisory lock.
+// (sql/functions/stamper_sleep.sql), so a busy loop is not signalled per commit. The numbering
+// rule itself lives in SQL (sql/functions/stamp.sql); this package owns only the waking and the
+// retrying. Several replicas may run it at once: the SQL serializes them on an advisory lock.
 package stamper
 
 import (
