@@ -123,6 +123,19 @@ func (r *Relay) Run(ctx context.Context) error {
 // failure of either ends both, and the next leader starts again from the cursor: what was
 // published and not recorded is published again (JetStream drops it by message id).
 func (r *Relay) lead(ctx context.Context) error {
+	// Registered before the connection's Close, so it runs after it (and after Stamping turned
+	// false): a leader that stamped leaves the numbering, and the sleep lock it may hold goes with
+	// its connection; appends notify only while a sleeper holds it, so the stamper that yielded
+	// is woken to take over. Best effort: at worst it waits for its failsafe poll.
+	defer func() {
+		if r.StampBatch > 0 {
+			notifyCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.PollInterval)
+			defer cancel()
+			if err := store.UnstampedNotify(notifyCtx, r.Pool); err != nil {
+				r.Logger.Warn("relay: could not hand the stamping over on leaving", "err", err)
+			}
+		}
+	}()
 	pooled, err := r.Pool.Acquire(ctx)
 	if err != nil {
 		return fmt.Errorf("acquire relay connection: %w", err)
@@ -181,6 +194,13 @@ func (r *Relay) lead(ctx context.Context) error {
 // machine, where rounds last longer than the time between commits). The first round that ends
 // with nothing received takes the numbering back, stamping before it waits, so no event whose
 // notification the yielding stamper swallowed waits for a poll.
+//
+// Appends notify only while a sleeper holds the sleep lock (sql/functions/stamper_sleep.sql).
+// Quiet and stamping, the relay takes it before it waits (checking for committed events once
+// more) and keeps it through its rounds, so every commit wakes it and counts toward "busy" as
+// before; turning busy it gives it back and NOTIFYs the stamper that takes over. Appends in flight
+// (holding the lock shared, not notifying) keep it from taking it: it looks again after
+// stamper.BusyPollDefault.
 func (r *Relay) relay(ctx context.Context, conn *pgx.Conn, pending chan<- batch) error {
 	var position *int64 // nil: the cursor
 	// A leadership's first event is published alone and acknowledged before any is pipelined
@@ -194,8 +214,21 @@ func (r *Relay) relay(ctx context.Context, conn *pgx.Conn, pending chan<- batch)
 	stampMax := max(r.StampBatch, 0)
 	busy := false
 	requeue := true
+	armed := false
+	var requeuedAt time.Time
+	// handOver turns the numbering over to the stamper: it yields no more, and appends stop
+	// notifying once the lock is given back, so it is told.
+	handOver := func() error {
+		r.stamping.Store(false)
+		if armed {
+			armed = false
+			return store.StamperSleepRelease(ctx, conn, true)
+		}
+		return store.UnstampedNotify(ctx, conn)
+	}
 	for {
 		if requeue {
+			requeuedAt = time.Now()
 			if err := r.publishRequeued(ctx); err != nil {
 				return err
 			}
@@ -234,8 +267,12 @@ func (r *Relay) relay(ctx context.Context, conn *pgx.Conn, pending chan<- batch)
 				// Behind: read what is numbered before numbering more. A stamp per page would
 				// cost a stamp() call (its lock and its scan for unstamped rows) for every 500
 				// events of a backlog, and a relay that fell behind would fall further behind.
+				if !busy && stampMax > 0 {
+					if err := handOver(); err != nil {
+						return err
+					}
+				}
 				busy, stamp = true, 0
-				r.stamping.Store(false)
 				continue
 			}
 			if stamp == 0 || page.Stamped < stamp {
@@ -247,7 +284,9 @@ func (r *Relay) relay(ctx context.Context, conn *pgx.Conn, pending chan<- batch)
 		case len(received) > 1 && stampMax > 0:
 			// Commits arrive faster than rounds end: busy, the stamper numbers.
 			busy = true
-			r.stamping.Store(false)
+			if err := handOver(); err != nil {
+				return err
+			}
 			requeue = slices.Contains(received, store.PayloadRequeue)
 			continue
 		case len(received) > 0:
@@ -261,11 +300,29 @@ func (r *Relay) relay(ctx context.Context, conn *pgx.Conn, pending chan<- batch)
 			continue
 		}
 		r.stamping.Store(stampMax > 0)
-		payloads, woken, err := store.WaitOthersNotifications(ctx, conn, time.Now().Add(r.PollInterval))
+		wait := r.PollInterval
+		if stampMax > 0 && !armed {
+			sleep, err := store.StamperSleepArm(ctx, conn, true)
+			if err != nil {
+				return err
+			}
+			switch sleep {
+			case store.SleepWork:
+				requeue = false
+				continue
+			case store.SleepWriters:
+				wait = stamper.BusyPollDefault
+			case store.SleepArmed:
+				armed = true
+			}
+		}
+		payloads, woken, err := store.WaitOthersNotifications(ctx, conn, time.Now().Add(wait))
 		if err != nil {
 			return err
 		}
-		requeue = !woken || slices.Contains(payloads, store.PayloadRequeue)
+		// The failsafe re-publishes re-queued events at most once a PollInterval, not at every
+		// short look for appends in flight.
+		requeue = (!woken && time.Since(requeuedAt) >= r.PollInterval) || slices.Contains(payloads, store.PayloadRequeue)
 	}
 }
 

@@ -186,6 +186,35 @@ func TestRelay(t *testing.T) {
 		}
 	})
 
+	// Invariant 1, issue 16 (appends notify only while a sleeper holds the sleep lock): an
+	// append in flight while the leading relay, which stamps and no stamper beside it, goes to
+	// wait (it sent no NOTIFY: nobody slept when it inserted) is published once it commits,
+	// though the failsafe poll is an hour. Witness that the relay waits: its connection idle
+	// after its round's statement or its sleep-lock check.
+	t.Run("PublishesAnAppendThatWasInFlightWhenItWentToWait", func(t *testing.T) {
+		t.Parallel()
+		r, b := setup(t)
+		r.PollInterval = time.Hour
+		inFlight, err := b.pool.Begin(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer inFlight.Rollback(ctx)
+		appendEvents(t, inFlight, "s", 0, 1)
+		testrun.Go(t, "relay", r.Run)
+		testrun.WaitFor(t, "the relay waiting after its first round", func() bool {
+			var waiting bool
+			err := b.pool.QueryRow(ctx, `select exists (select from pg_stat_activity
+				where datname = current_database() and state = 'idle'
+				  and (query like '%relay_page%' or query like '%stamper_sleep_arm%'))`).Scan(&waiting)
+			return err == nil && waiting
+		})
+		if err := inFlight.Commit(ctx); err != nil {
+			t.Fatal(err)
+		}
+		b.published.await(t, 1)
+	})
+
 	// Invariant 1: numbers reach the wire only once their stamp has committed. A stamp that fails
 	// at commit (here a deferred trigger refuses it) publishes nothing: JetStream would otherwise
 	// hold "orders:1" for an event that never had that number, and drop the real one as a

@@ -1,8 +1,9 @@
 // Package stamper runs the commit-order stamper loop: it calls streamseal.stamp() until the
 // backlog is empty, then sleeps until an own insert's NOTIFY (channel streamseal_unstamped) or a
-// failsafe poll wakes it. The numbering rule itself lives in SQL (sql/functions/stamp.sql); this
-// package owns only the waking and the retrying. Several replicas may run it at once: the SQL
-// serializes them on an advisory lock.
+// failsafe poll wakes it. Inserts notify only while a loop sleeps holding the sleep lock
+// (sql/functions/stamper_sleep.sql), so a busy loop is not signalled per commit. The numbering
+// rule itself lives in SQL (sql/functions/stamp.sql); this package owns only the waking and the
+// retrying. Several replicas may run it at once: the SQL serializes them on an advisory lock.
 package stamper
 
 import (
@@ -17,7 +18,7 @@ import (
 	"github.com/streamseal/streamseal/controlplane/store"
 )
 
-// Channel is the NOTIFY channel every insert of an own (unstamped) event signals.
+// Channel is the NOTIFY channel an insert of an own (unstamped) event signals while a loop sleeps.
 const Channel = store.ChannelUnstamped
 
 // Loop is a stamper loop. Zero values of the tuning fields take the defaults.
@@ -34,6 +35,9 @@ type Loop struct {
 	// small transactions is numbered in a few large batches instead of one call per commit
 	// (each stamp() call has a fixed cost: lock, state, trigger). Default 5ms; negative = none.
 	Coalesce time.Duration
+	// BusyPoll is how soon a loop looks again when appends in flight kept it from taking the
+	// sleep lock (they will not notify: sql/functions/stamper_sleep.sql). Default 5ms.
+	BusyPoll time.Duration
 	// Yield, when set and true, makes the loop stand aside: it still takes its wake-ups (so its
 	// notifications never pile up) but leaves the stamping to another loop of this process, the
 	// leading relay, which stamps as it publishes (relay.Relay.Stamping). Asked at every wake-up.
@@ -41,6 +45,9 @@ type Loop struct {
 	Logger *slog.Logger
 	// OnStamp, when set, observes every call that numbered events (metrics, demo output).
 	OnStamp func(store.StampResult)
+	// OnSleep, when set, observes every wait, with what the sleep lock answered before it
+	// (store.SleepArmed too when the loop kept it from its last wait). Tests' witness.
+	OnSleep func(store.StamperSleep)
 	Metrics *metrics.Instruments // nil: not measured
 }
 
@@ -50,6 +57,7 @@ const (
 	PollIntervalDefault = time.Second          // failsafe wake-up for a lost notification
 	RetryDelayDefault   = time.Second          // wait after a failed stamp() call
 	CoalesceDefault     = 5 * time.Millisecond // gathering window for a burst of small commits
+	BusyPollDefault     = 5 * time.Millisecond // next look while appends in flight hold the sleep lock
 )
 
 func (l *Loop) defaults() {
@@ -61,6 +69,9 @@ func (l *Loop) defaults() {
 	}
 	if l.RetryDelay <= 0 {
 		l.RetryDelay = RetryDelayDefault
+	}
+	if l.BusyPoll <= 0 {
+		l.BusyPoll = BusyPollDefault
 	}
 	if l.Coalesce == 0 {
 		l.Coalesce = CoalesceDefault
@@ -89,7 +100,22 @@ func (l *Loop) Run(ctx context.Context) error {
 }
 
 // listenAndStamp holds one LISTEN connection and stamps on every wake-up until an error.
+//
+// Appends notify only while a sleeper holds the sleep lock (sql/functions/stamper_sleep.sql), so
+// before a long wait the loop takes it (and then checks the backlog once more), and when it
+// wakes to stamp it gives it back: while it works, appends send nothing (issue 16: their NOTIFY
+// cost a fifth of the write path). Appends in flight hold the lock shared and will not notify, so
+// a loop that cannot take it for them waits BusyPoll instead and looks again. A yielding loop
+// takes it without checking and keeps it while it yields: it takes the wake-ups the relay needs.
 func (l *Loop) listenAndStamp(ctx context.Context) error {
+	armed := false
+	// Registered before the connection's Close, so it runs after it: the lock has gone with the
+	// connection when the other listeners look.
+	defer func() {
+		if armed {
+			l.handOver(context.WithoutCancel(ctx))
+		}
+	}()
 	pooled, err := l.Pool.Acquire(ctx)
 	if err != nil {
 		return fmt.Errorf("acquire listen connection: %w", err)
@@ -102,21 +128,64 @@ func (l *Loop) listenAndStamp(ctx context.Context) error {
 	}
 	for {
 		// Listening before draining means an insert committed during the drain still wakes us.
-		if l.Yield == nil || !l.Yield() {
+		stamping := l.Yield == nil || !l.Yield()
+		if stamping {
+			if armed {
+				if err := store.StamperSleepRelease(ctx, conn, false); err != nil {
+					return err
+				}
+				armed = false
+			}
 			if err := l.Drain(ctx); err != nil {
 				return err
 			}
 		}
-		woken, err := store.WaitNotification(ctx, conn, time.Now().Add(l.PollInterval))
+		sleep := store.SleepArmed
+		if !armed {
+			if sleep, err = store.StamperSleepArm(ctx, conn, stamping); err != nil {
+				return err
+			}
+			if sleep == store.SleepWork {
+				continue
+			}
+			armed = sleep == store.SleepArmed
+		}
+		wait := l.PollInterval
+		if sleep == store.SleepWriters && stamping {
+			wait = l.BusyPoll
+		}
+		if l.OnSleep != nil {
+			l.OnSleep(sleep)
+		}
+		woken, err := store.WaitNotification(ctx, conn, time.Now().Add(wait))
 		if err != nil {
 			return err
 		}
 		if woken && l.Coalesce > 0 && (l.Yield == nil || !l.Yield()) {
 			// Let more commits arrive and swallow their notifications, then drain once for all.
+			// The lock goes first: the drain after the window sees what commits in it, so those
+			// commits need not notify.
+			if armed {
+				if err := store.StamperSleepRelease(ctx, conn, false); err != nil {
+					return err
+				}
+				armed = false
+			}
 			if _, err := store.AbsorbNotifications(ctx, conn, time.Now().Add(l.Coalesce)); err != nil {
 				return err
 			}
 		}
+	}
+}
+
+// handOver wakes the other listeners once this loop's sleep lock is gone with its connection: a
+// relay that found the lock taken sleeps until an append notifies, and appends stop notifying.
+// Best effort: at worst that relay waits for its failsafe poll.
+func (l *Loop) handOver(ctx context.Context) {
+	ctx, cancel := context.WithTimeout(ctx, l.RetryDelay)
+	defer cancel()
+	if err := store.UnstampedNotify(ctx, l.Pool); err != nil {
+		l.Logger.Warn("stamper: could not wake the other listeners on leaving", "err", err)
 	}
 }
 

@@ -103,3 +103,51 @@ func OthersNotificationsReceived(conn *pgx.Conn) []string {
 		}
 	}
 }
+
+// StamperSleep is what StamperSleepArm found (sql/functions/stamper_sleep.sql): whether a loop
+// about to wait on ChannelUnstamped holds the sleep lock, so that every append notifies it.
+type StamperSleep string
+
+// The answers of StamperSleepArm. SleepUnarmed is no answer: the loop did not try.
+const (
+	SleepUnarmed   StamperSleep = ""
+	SleepArmed     StamperSleep = "armed"     // the lock is held and nothing committed waits: sleep
+	SleepWork      StamperSleep = "work"      // committed events wait (the lock was not kept)
+	SleepWriters   StamperSleep = "writers"   // appends in flight will not notify: look again soon
+	SleepElsewhere StamperSleep = "elsewhere" // another sleeper holds it: every append notifies
+)
+
+// StamperSleepArm takes the sleep lock on conn, the connection that LISTENs on ChannelUnstamped
+// and will wait (a session lock: it goes with the connection). checkBacklog false takes it
+// without looking for committed events (a loop that leaves the stamping to another). Call it
+// only when conn does not hold the lock.
+func StamperSleepArm(ctx context.Context, conn *pgx.Conn, checkBacklog bool) (StamperSleep, error) {
+	var found string
+	if err := conn.QueryRow(ctx, "select streamseal.stamper_sleep_arm($1)", checkBacklog).Scan(&found); err != nil {
+		return SleepUnarmed, classify("arm the stamper's sleep", err)
+	}
+	switch s := StamperSleep(found); s {
+	case SleepArmed, SleepWork, SleepWriters, SleepElsewhere:
+		return s, nil
+	default:
+		return SleepUnarmed, fmt.Errorf("arm the stamper's sleep: unknown answer %q", found)
+	}
+}
+
+// StamperSleepRelease gives back the sleep lock conn took with StamperSleepArm; handOver also
+// NOTIFYs ChannelUnstamped, for a loop that will not stamp next (whoever does must look now).
+func StamperSleepRelease(ctx context.Context, db Querier, handOver bool) error {
+	if _, err := db.Exec(ctx, "select streamseal.stamper_sleep_release($1)", handOver); err != nil {
+		return classify("release the stamper's sleep", err)
+	}
+	return nil
+}
+
+// UnstampedNotify NOTIFYs ChannelUnstamped: a loop handing the stamping over wakes whoever takes
+// it, since appends notify only while a sleeper holds the sleep lock.
+func UnstampedNotify(ctx context.Context, db Querier) error {
+	if _, err := db.Exec(ctx, "select pg_notify($1, '')", ChannelUnstamped); err != nil {
+		return fmt.Errorf("notify %s: %w", ChannelUnstamped, err)
+	}
+	return nil
+}

@@ -2,7 +2,8 @@
 -- stamper, close_stream, reaping, reclassification, or an application's own INSERT / UPDATE /
 -- DELETE): keep the own-versus-copy rule, hand the counted changes to _fold_changes(), record
 -- changes of own sealed history as facts that travel (history_changes.sql), and wake the stamper
--- and feed readers. Statement-level triggers over transition tables: one fold per statement.
+-- (only while one sleeps: stamper_sleep.sql) and feed readers. Statement-level triggers over
+-- transition tables: one fold per statement.
 
 -- _events_inserted guards the own/copy rule, folds inserted copies and queues own events for the
 -- stamper. Own events arrive unstamped and are folded when the stamper numbers them (stamp.sql).
@@ -68,7 +69,14 @@ begin
         insert into streamseal.unstamped (local_id, event_id, tenant, event_type, stream_id, flags, stored_at)
         select i.local_id, i.event_id, i.tenant, i.event_type, i.stream_id, i.flags, i.stored_at
         from inserted i where i.origin_seq is null;
-        perform pg_catalog.pg_notify('streamseal_unstamped', '');
+        -- Wake the stamper only if one sleeps (issue 16: a NOTIFY takes a global lock at commit
+        -- and cost a fifth to a third of transactional throughput; a busy stamper needs none).
+        -- The sleep lock is held shared to commit when no sleeper has it, so no stamper can go to
+        -- sleep until this transaction's queue rows are visible to its last look
+        -- (stamper_sleep.sql). Same key as streamseal._stamper_sleep_key(), folded to a constant.
+        if not pg_catalog.pg_try_advisory_xact_lock_shared(pg_catalog.hashtextextended('streamseal.stamper_sleep', 0)) then
+            perform pg_catalog.pg_notify('streamseal_unstamped', '');
+        end if;
     end if;
 
     -- Wake feed readers (LISTEN streamseal_feed): copies are readable when this transaction

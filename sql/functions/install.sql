@@ -17,6 +17,7 @@
 {{ template "epoch_fold.sql" . }}
 {{ template "fold_changes.sql" . }}
 {{ template "history_changes.sql" . }}
+{{ template "stamper_sleep.sql" . }}
 {{ template "event_triggers.sql" . }}
 {{ template "append.sql" . }}
 {{ template "ingest.sql" . }}

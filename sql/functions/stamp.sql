@@ -1,5 +1,6 @@
 -- stamp: the commit-order stamper. Called in a loop by the control plane (woken by the
--- 'streamseal_unstamped' NOTIFY that every own insert sends); applications may call it too.
+-- 'streamseal_unstamped' NOTIFY an own insert sends while a stamper sleeps: stamper_sleep.sql);
+-- applications may call it too.
 -- It numbers only committed own events, under one lock, above everything already numbered, so a
 -- transaction that commits later can never receive a lower origin_seq than one already stamped
 -- (invariant 7), and no number is ever skipped or reused.
