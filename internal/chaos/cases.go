@@ -118,7 +118,7 @@ func finish(ctx context.Context, w *World, origin, consumer *Service, wl *Worklo
 		f.Requests = r
 	}
 	for _, s := range []*Service{origin, consumer} {
-		f.Exits += s.Run.Exits()
+		f.Exits += s.Exits()
 	}
 	switch {
 	case err != nil:
