@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -565,10 +566,30 @@ func replicasKilledInTurn(ctx context.Context, w *World, size Size, f *Figures) 
 		origin:   "select count(*) from streamseal.redelivery_queue",
 		consumer: "select count(*) from streamseal.sent_requests where answered_at is null",
 	}
+	// Each kill lands while repair is in flight: a request the consumer sent since the last
+	// kill's and not yet answered (the origin may hold it queued, or be building its answer).
+	var asked []string
+	repairInFlight := func() error {
+		return Until(ctx, "a repair request sent since the last kill and not answered yet", func() (bool, error) {
+			var fresh []string
+			err := consumer.Pool.QueryRow(ctx, `select coalesce(array_agg(request_id::text), '{}') from streamseal.sent_requests
+				where answered_at is null and origin = $1`, origin.Name).Scan(&fresh)
+			for _, id := range fresh {
+				if !slices.Contains(asked, id) {
+					asked = append(asked, fresh...)
+					return true, err
+				}
+			}
+			return false, err
+		})
+	}
 	var takeovers []string
 	pending := map[*Service]int{}
 	for round := range rounds {
 		for _, s := range []*Service{origin, consumer} {
+			if err := repairInFlight(); err != nil {
+				return fmt.Errorf("round %d, %s: %w", round+1, s.Name, err)
+			}
 			took, n, err := killRelayLeader(ctx, s, progress[s], inFlight[s])
 			if err != nil {
 				return fmt.Errorf("round %d, %s: %w", round+1, s.Name, err)
