@@ -624,7 +624,8 @@ func replicasKilledInTurn(ctx context.Context, w *World, size Size, f *Figures) 
 // killRelayLeader kills -9 the replica of s whose relay leads, waits for another replica to take
 // the leader lock and for s to make progress under it (progressSQL, a number that grows), and
 // restarts the killed replica, waiting for its control plane to start. It returns the kill, for
-// the note: the replica killed, the one that took over, and the seconds between (a figure only).
+// the note (the replica killed, the one that took over, and the seconds between: a figure only),
+// and what inFlightSQL counted right after the kill.
 func killRelayLeader(ctx context.Context, s *Service, progressSQL, inFlightSQL string) (string, int, error) {
 	var killed int
 	if err := Until(ctx, "a replica of "+s.Name+" leading its relay", func() (bool, error) {
