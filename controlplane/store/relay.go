@@ -6,6 +6,7 @@ package store
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -22,6 +23,40 @@ func RelayLeaderTryLock(ctx context.Context, conn *pgx.Conn) (bool, error) {
 		return false, classify("try relay leader lock", err)
 	}
 	return leader, nil
+}
+
+// RelaySession is the database session that holds the relay's leader lock: its backend pid and
+// the application_name its client connected with (a replica's name, when the URL sets one).
+type RelaySession struct {
+	PID             int32
+	ApplicationName string
+}
+
+// RelayLeaderSession returns the session holding the relay's leader lock in this database, and
+// false when none does (no replica leads: between a leader's death and the next election). It
+// lets an operator or the fault suite tell which replica's relay leads without asking the
+// processes: the lock is the election, so its holder is the leader.
+//
+// A bigint advisory lock shows in pg_locks split in two: its high 32 bits as classid, its low
+// ones as objid, with objsubid 1 (PostgreSQL's documented encoding).
+func RelayLeaderSession(ctx context.Context, db Querier) (RelaySession, bool, error) {
+	var s RelaySession
+	err := db.QueryRow(ctx, `
+		with lock as (select hashtextextended($1, 0) as k)
+		select a.pid, coalesce(a.application_name, '')
+		from lock, pg_catalog.pg_locks l
+		join pg_catalog.pg_stat_activity a on a.pid = l.pid
+		where l.locktype = 'advisory' and l.granted and l.objsubid = 1
+		  and l.database = (select oid from pg_catalog.pg_database where datname = current_database())
+		  and l.classid = ((lock.k >> 32) & 4294967295)::oid and l.objid = (lock.k & 4294967295)::oid`,
+		relayLeaderLock).Scan(&s.PID, &s.ApplicationName)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return RelaySession{}, false, nil
+	}
+	if err != nil {
+		return RelaySession{}, false, classify("find the relay leader's session", err)
+	}
+	return s, true, nil
 }
 
 // RelayCursorAdvance moves the relay's cursor to acked (never back) and returns how long the

@@ -11,6 +11,8 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -67,6 +69,7 @@ var Cases = []Case{
 	{Name: "f-nats-killed-under-load", Run: natsKilledUnderLoad},
 	{Name: "g-postgres-immediate-restarts", Run: postgresRestarts},
 	{Name: "h-duplicate-and-reordered-deliveries", Short: true, Run: duplicatesAndReorder},
+	{Name: "i-replicas-killed-in-turn", Run: replicasKilledInTurn},
 }
 
 // The services of every case, and the settings that make a case converge in seconds.
@@ -90,8 +93,13 @@ const MaxRequestsPerRange = config.MaxRepairAttemptsPerBucketDefault
 
 // pair starts the origin and the consumer (dropping the first delivery of drop of the events).
 func pair(ctx context.Context, w *World, drop float64, originArgs ...string) (origin, consumer *Service, err error) {
+	return replicatedPair(ctx, w, 1, drop, originArgs...)
+}
+
+// replicatedPair is pair with replicas `streamseal run` processes per service.
+func replicatedPair(ctx context.Context, w *World, replicas int, drop float64, originArgs ...string) (origin, consumer *Service, err error) {
 	origin, err = w.StartService(ctx, ServiceSpec{Name: originName, Grants: map[string][]string{consumerName: types},
-		Args: append(append([]string{}, fast...), originArgs...)})
+		Args: append(append([]string{}, fast...), originArgs...), Replicas: replicas})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -99,7 +107,7 @@ func pair(ctx context.Context, w *World, drop float64, originArgs ...string) (or
 	if drop > 0 {
 		args = append(args, "--fault-drop-first-delivery", fmt.Sprint(drop))
 	}
-	consumer, err = w.StartService(ctx, ServiceSpec{Name: consumerName, Consumes: types, Args: args})
+	consumer, err = w.StartService(ctx, ServiceSpec{Name: consumerName, Consumes: types, Args: args, Replicas: replicas})
 	return origin, consumer, err
 }
 
@@ -118,7 +126,7 @@ func finish(ctx context.Context, w *World, origin, consumer *Service, wl *Worklo
 		f.Requests = r
 	}
 	for _, s := range []*Service{origin, consumer} {
-		f.Exits += s.Run.Exits()
+		f.Exits += s.Exits()
 	}
 	switch {
 	case err != nil:
@@ -359,12 +367,13 @@ func consumerKilledMidRepair(ctx context.Context, w *World, size Size, f *Figure
 	return finish(ctx, w, origin, consumer, wl, time.Now(), f)
 }
 
-// load appends at rate events a second in the background until the returned stop.
+// load appends at rate events a second in the background until the returned stop, which lets
+// the append in flight finish (so wl.Appended is exact) and returns how many batches failed.
 func load(ctx context.Context, wl *Workload, origin *Service, rate int) (stop func() int) {
-	ctx, cancel := context.WithCancel(ctx)
+	quit := make(chan struct{})
 	done := make(chan int, 1)
-	go func() { done <- wl.Steady(ctx, origin, rate) }()
-	return func() int { cancel(); return <-done }
+	go func() { done <- wl.Steady(ctx, origin, rate, quit) }()
+	return func() int { close(quit); return <-done }
 }
 
 // f. The NATS server is killed -9 while the origin appends at a steady rate, and restarted two
@@ -513,4 +522,192 @@ func duplicatesAndReorder(ctx context.Context, w *World, size Size, f *Figures) 
 	f.Damage = dropped(ctx, origin, drop)
 	f.Note = fmt.Sprintf("%d duplicate deliveries re-published in shuffled order", published)
 	return finish(ctx, w, origin, consumer, wl, start, f)
+}
+
+// i. Two `streamseal run` replicas per service, as production runs them, while the origin
+// appends at a steady rate and the consumer drops the first delivery of some events: the relay
+// leader of each service (the replica whose session holds the relay's leader lock) is killed -9
+// in turn, the other replica takes the lock (the witness: the lock's holder changes) and the
+// service makes progress under it (the origin's relay cursor, the consumer's copies), then the
+// killed replica is restarted and the next kill takes the other one. Repair runs across replicas
+// meanwhile (requests sent by one, answers fetched by either). The copy converges with nothing
+// lost or duplicated, every append counted exactly, and the origin's numbering dense (origin_seq
+// per service, type_seq per tenant and type) though two replicas' stampers and relays took turns.
+func replicasKilledInTurn(ctx context.Context, w *World, size Size, f *Figures) error {
+	const (
+		drop     = 0.2
+		replicas = 2
+	)
+	rounds := size.pick(2, 4)
+	origin, consumer, err := replicatedPair(ctx, w, replicas, drop)
+	if err != nil {
+		return err
+	}
+	wl := workload(size.pick(200, 1000))
+	rate := size.pick(300, 500)
+	stop := load(ctx, wl, origin, rate)
+	stopped := false
+	defer func() {
+		if !stopped {
+			stop()
+		}
+	}()
+	// What shows a service working under its new leader: the origin's relay publishes past
+	// its cursor at the kill; the consumer (whose relay has nothing of its own to publish)
+	// stores copies past its count at the kill.
+	progress := map[*Service]string{
+		origin:   "select published_through from streamseal.relay_state",
+		consumer: fmt.Sprintf("select count(*) from streamseal.events where origin = '%s'", origin.Name),
+	}
+	// What repair had in flight at each kill (a figure: the kills are not timed to it): requests
+	// the origin accepted and has not answered, requests the consumer sent and has not seen
+	// answered.
+	inFlight := map[*Service]string{
+		origin:   "select count(*) from streamseal.redelivery_queue",
+		consumer: "select count(*) from streamseal.sent_requests where answered_at is null",
+	}
+	// Each kill lands while repair is in flight: a request the consumer sent since the last
+	// kill's and not yet answered (the origin may hold it queued, or be building its answer).
+	var asked []string
+	repairInFlight := func() error {
+		return Until(ctx, "a repair request sent since the last kill and not answered yet", func() (bool, error) {
+			var fresh []string
+			err := consumer.Pool.QueryRow(ctx, `select coalesce(array_agg(request_id::text), '{}') from streamseal.sent_requests
+				where answered_at is null and origin = $1`, origin.Name).Scan(&fresh)
+			for _, id := range fresh {
+				if !slices.Contains(asked, id) {
+					asked = append(asked, fresh...)
+					return true, err
+				}
+			}
+			return false, err
+		})
+	}
+	var takeovers []string
+	pending := map[*Service]int{}
+	for round := range rounds {
+		for _, s := range []*Service{origin, consumer} {
+			if err := repairInFlight(); err != nil {
+				return fmt.Errorf("round %d, %s: %w", round+1, s.Name, err)
+			}
+			took, n, err := killRelayLeader(ctx, s, progress[s], inFlight[s])
+			if err != nil {
+				return fmt.Errorf("round %d, %s: %w", round+1, s.Name, err)
+			}
+			takeovers = append(takeovers, took)
+			pending[s] += n
+		}
+	}
+	failed := stop()
+	stopped = true
+	f.Damage = dropped(ctx, origin, drop)
+	if err := finish(ctx, w, origin, consumer, wl, time.Now(), f); err != nil {
+		return err
+	}
+	stored, err := count(ctx, origin, "select count(*) from streamseal.numbered_events where origin = $1", origin.Name)
+	if err != nil {
+		return err
+	}
+	if int64(stored) != f.Events {
+		return fmt.Errorf("the origin stored %d events; the workload counted %d appended", stored, f.Events)
+	}
+	if holes, err := NumberingHoles(ctx, origin); err != nil || holes != "" {
+		return fmt.Errorf("the origin's numbering is not dense after its relays and stampers took turns: %s (%v)", holes, err)
+	}
+	bundles, events := replayedBundles(consumer.Runs...)
+	f.Note = fmt.Sprintf("%d events/s; %d batches failed; at the kills %d requests queued on the origin, %d unanswered on the consumer; "+
+		"%d bundles (%d events) dropped as replayed; leader kills %s",
+		rate, failed, pending[origin], pending[consumer], bundles, events, strings.Join(takeovers, " "))
+	return nil
+}
+
+// killRelayLeader kills -9 the replica of s whose relay leads, waits for another replica to take
+// the leader lock and for s to make progress under it (progressSQL, a number that grows), and
+// restarts the killed replica, waiting for its control plane to start. It returns the kill, for
+// the note (the replica killed, the one that took over, and the seconds between: a figure only),
+// and what inFlightSQL counted right after the kill.
+func killRelayLeader(ctx context.Context, s *Service, progressSQL, inFlightSQL string) (string, int, error) {
+	var killed int
+	if err := Until(ctx, "a replica of "+s.Name+" leading its relay", func() (bool, error) {
+		i, ok, err := s.RelayLeader(ctx)
+		killed = i
+		return ok, err
+	}); err != nil {
+		return "", 0, err
+	}
+	p := s.Runs[killed]
+	started := linesWith(runStarted, p)
+	p.Kill9()
+	at := time.Now()
+	var before, inFlight int
+	if err := s.Pool.QueryRow(ctx, progressSQL).Scan(&before); err != nil {
+		return "", 0, err
+	}
+	if err := s.Pool.QueryRow(ctx, inFlightSQL).Scan(&inFlight); err != nil {
+		return "", 0, err
+	}
+	var leader int
+	if err := Until(ctx, "another replica of "+s.Name+" taking the relay's leader lock", func() (bool, error) {
+		i, ok, err := s.RelayLeader(ctx)
+		leader = i
+		return ok && i != killed, err
+	}); err != nil {
+		return "", 0, err
+	}
+	took := time.Since(at)
+	if err := Until(ctx, s.Name+" making progress under its new relay leader", func() (bool, error) {
+		n, err := count(ctx, s, progressSQL)
+		return n > before, err
+	}); err != nil {
+		return "", 0, err
+	}
+	if err := p.Start(); err != nil {
+		return "", 0, err
+	}
+	if err := Until(ctx, p.Name+" started again", func() (bool, error) {
+		return linesWith(runStarted, p) > started, nil
+	}); err != nil {
+		return "", 0, err
+	}
+	return fmt.Sprintf("%s→r%d:%.1fs", p.Name, leader, took.Seconds()), inFlight, nil
+}
+
+// runStarted is the log line of a run process whose control plane is up.
+const runStarted = "streamseal run: control plane started"
+
+// replayedBundle is the log line of an answer's bundle dropped at the consumer's seam as a replay,
+// with how many events it carried: the known defect of replicas sharing the control durable (a
+// bundle handled after its answer's summary, on another replica). Re-asks cover what it drops.
+var replayedBundle = regexp.MustCompile(`reason=replayed .*kind=redelivery_bundle .*detail="bundle of (\d+) events`)
+
+// replayedBundles counts the answers' bundles the processes dropped as replayed, and their events.
+func replayedBundles(processes ...*Process) (bundles, events int) {
+	for _, p := range processes {
+		b, err := os.ReadFile(p.LogPath)
+		if err != nil {
+			continue
+		}
+		for _, m := range replayedBundle.FindAllSubmatch(b, -1) {
+			n, _ := strconv.Atoi(string(m[1]))
+			bundles, events = bundles+1, events+n
+		}
+	}
+	return bundles, events
+}
+
+// linesWith counts the lines of the processes' logs that hold substr.
+func linesWith(substr string, processes ...*Process) int {
+	n := 0
+	for _, p := range processes {
+		b, err := os.ReadFile(p.LogPath)
+		if err != nil {
+			continue
+		}
+		for _, line := range strings.Split(string(b), "\n") {
+			if strings.Contains(line, substr) {
+				n++
+			}
+		}
+	}
+	return n
 }

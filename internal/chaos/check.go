@@ -74,15 +74,19 @@ func (wl *Workload) AppendAll(ctx context.Context, s *Service, n, batch int) err
 	return nil
 }
 
-// Steady appends rate events a second in ten batches a second until ctx ends; a failed batch
-// (the database restarting) is retried after a short pause, as an application would. It returns
-// how many batches failed.
-func (wl *Workload) Steady(ctx context.Context, s *Service, rate int) (failed int) {
+// Steady appends rate events a second in ten batches a second until stop is closed; a failed
+// batch (the database restarting) is retried after a short pause, as an application would. It
+// returns how many batches failed. Closing stop lets the statement in flight finish (it runs on
+// ctx, which stop does not cancel): a statement cancelled mid-flight may have committed while
+// its client saw only the cancellation, and Appended would then count a stored batch as free.
+func (wl *Workload) Steady(ctx context.Context, s *Service, rate int, stop <-chan struct{}) (failed int) {
 	tick := time.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()
 	for {
 		select {
 		case <-ctx.Done():
+			return failed
+		case <-stop:
 			return failed
 		case <-tick.C:
 		}
@@ -241,6 +245,24 @@ func WaitConverged(ctx context.Context, origin, consumer *Service, types []strin
 		}
 		time.Sleep(250 * time.Millisecond)
 	}
+}
+
+// NumberingHoles describes where the origin's numbering of its own events is not dense (origin_seq
+// 1..n per service, type_seq 1..n per tenant and type, each number once), or "" when it is.
+func NumberingHoles(ctx context.Context, origin *Service) (string, error) {
+	var originSeq, typeSeq string
+	err := origin.Pool.QueryRow(ctx, `
+		select (select case when count(*) = count(distinct origin_seq) and coalesce(max(origin_seq), 0) = count(*) then ''
+		                    else format('origin_seq: %s events, %s distinct, max %s', count(*), count(distinct origin_seq), max(origin_seq)) end
+		        from streamseal.numbered_events where origin = $1),
+		       (select coalesce(string_agg(format('type_seq of %s/%s: %s events, %s distinct, max %s', tenant, event_type, n, d, m), '; '), '')
+		        from (select tenant, event_type, count(*) n, count(distinct type_seq) d, max(type_seq) m
+		              from streamseal.numbered_events where origin = $1 group by tenant, event_type) per_type
+		        where n <> d or m <> n)`, origin.Name).Scan(&originSeq, &typeSeq)
+	if err != nil {
+		return "", err
+	}
+	return strings.Trim(originSeq+"; "+typeSeq, "; "), nil
 }
 
 // Requests are the repair requests a consumer sent, from its own records.

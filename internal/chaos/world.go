@@ -16,6 +16,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -27,6 +28,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/streamseal/streamseal/controlplane/store"
 	"github.com/streamseal/streamseal/internal/pgcluster"
 )
 
@@ -100,20 +102,24 @@ type ServiceSpec struct {
 	Consumes []string
 	Grants   map[string][]string // grantee → types
 	Args     []string            // more run flags (intervals, caps, faults)
+	// Replicas is how many `streamseal run` processes share the service's database and NATS
+	// identity, as production runs them (README Operations); 0 means 1.
+	Replicas int
 }
 
-// Service is one service: its cluster, its database, the test's pool on it, its run process.
+// Service is one service: its cluster, its database, the test's pool on it, its run processes.
 type Service struct {
 	Name    string
 	Cluster *pgcluster.Cluster
 	URL     string
 	Pool    *pgxpool.Pool // the test's own connections (appends, witnesses)
-	Run     *Process
+	Run     *Process      // the first replica (the only one unless the spec asked for more)
+	Runs    []*Process    // every replica, each killable and restartable alone
 	world   *World
 }
 
 // StartService starts a cluster, migrates its database with `streamseal migrate` and starts
-// `streamseal run` on it.
+// spec.Replicas `streamseal run` processes on it.
 func (w *World) StartService(ctx context.Context, spec ServiceSpec) (*Service, error) {
 	cluster, err := pgcluster.Start(ctx)
 	if err != nil {
@@ -129,20 +135,69 @@ func (w *World) StartService(ctx context.Context, spec ServiceSpec) (*Service, e
 	if s.Pool, err = pgxpool.New(ctx, s.URL); err != nil {
 		return nil, err
 	}
-	args := []string{"run", "--database-url", s.URL, "--service", spec.Name, "--nats-url", w.NATSURL()}
+	replicas := max(1, spec.Replicas)
+	for i := range replicas {
+		name := spec.Name
+		if replicas > 1 {
+			name = ReplicaName(spec.Name, i)
+		}
+		p := &Process{Name: name, Bin: w.Bins.Streamseal, Args: runArgs(spec, s.replicaURL(i), w.NATSURL()),
+			LogPath: filepath.Join(w.Dir, name+".log"), Supervised: true, logf: w.Logf}
+		s.Runs = append(s.Runs, p)
+		if err := p.Start(); err != nil {
+			return nil, err
+		}
+	}
+	s.Run = s.Runs[0]
+	return s, nil
+}
+
+// runArgs are the `streamseal run` arguments of one replica of spec.
+func runArgs(spec ServiceSpec, databaseURL, natsURL string) []string {
+	args := []string{"run", "--database-url", databaseURL, "--service", spec.Name, "--nats-url", natsURL}
 	if len(spec.Consumes) > 0 {
 		args = append(args, "--consumes", strings.Join(spec.Consumes, ","))
 	}
 	for grantee, types := range spec.Grants {
 		args = append(args, "--grant-all-tenants", grantee+"="+strings.Join(types, ","))
 	}
-	args = append(args, spec.Args...)
-	s.Run = &Process{Name: spec.Name, Bin: w.Bins.Streamseal, Args: args, LogPath: filepath.Join(w.Dir, spec.Name+".log"),
-		Supervised: true, logf: w.Logf}
-	if err := s.Run.Start(); err != nil {
-		return nil, err
+	return append(args, spec.Args...)
+}
+
+// ReplicaName names replica i of a service: its process, its log, and the application_name
+// its database sessions carry (how RelayLeader tells the replicas apart from outside).
+func ReplicaName(service string, i int) string { return fmt.Sprintf("%s-r%d", service, i) }
+
+// replicaURL is the service's database URL with replica i's application_name: every session
+// of that process shows it in pg_stat_activity. The clusters listen on a Unix socket only, so
+// no client port could tell two processes' sessions apart.
+func (s *Service) replicaURL(i int) string {
+	return s.URL + "&application_name=" + url.QueryEscape(ReplicaName(s.Name, i))
+}
+
+// Exits counts the times the service's run processes exited on their own.
+func (s *Service) Exits() int {
+	n := 0
+	for _, p := range s.Runs {
+		n += p.Exits()
 	}
-	return s, nil
+	return n
+}
+
+// RelayLeader returns the index of the replica whose relay leads (holds the relay's leader lock,
+// store.RelayLeaderSession), and false when no session holds it (between a leader's death and
+// the next election) or its holder is not one of this service's replicas.
+func (s *Service) RelayLeader(ctx context.Context) (int, bool, error) {
+	holder, ok, err := store.RelayLeaderSession(ctx, s.Pool)
+	if err != nil || !ok {
+		return 0, false, err
+	}
+	for i := range s.Runs {
+		if holder.ApplicationName == ReplicaName(s.Name, i) {
+			return i, true, nil
+		}
+	}
+	return 0, false, nil
 }
 
 // RestartPostgres restarts the service's cluster with an immediate shutdown.
@@ -166,8 +221,8 @@ func (w *World) Close() {
 	services := w.services
 	w.mu.Unlock()
 	for _, s := range services {
-		if s.Run != nil {
-			s.Run.Stop()
+		for _, p := range s.Runs {
+			p.Stop()
 		}
 	}
 	for _, s := range services {
@@ -188,8 +243,8 @@ func (w *World) LogPaths() []string {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	for _, s := range w.services {
-		if s.Run != nil {
-			paths = append(paths, s.Run.LogPath)
+		for _, p := range s.Runs {
+			paths = append(paths, p.LogPath)
 		}
 		paths = append(paths, filepath.Join(w.Dir, s.Name+"-postgres.log"))
 	}
