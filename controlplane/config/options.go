@@ -444,7 +444,7 @@ func tunables(c *Config) []Option {
 			Help:  "the most events one redelivery request is served",
 			value: intIn(&c.Redelivery.MaxEventsPerRequest, MaxEventsPerRequestDefault, 1, 1_000_000)},
 		{Flag: "backfill-serve-share", Env: "STREAMSEAL_BACKFILL_SERVE_SHARE", Commands: []string{CommandRun},
-			Help:  "percent of the wall time this origin spends building a backfill's answer: after each page it waits so the build takes at most this share (100: unpaced), so a backfill yields to live traffic, more as the machine gets busier; plain repairs are never paced",
+			Help:  "percent of this origin's time a backfill's answer may work: after each page it waits (100 - share) / share times the page's work, counted at the cheapest rate per event of the answer's pages so far (a page's wait for the CPU is not paused for again) (100: unpaced), so a backfill yields to live traffic as much as its work takes from it; plain repairs are never paced",
 			value: intIn(&c.Redelivery.BackfillShare, BackfillServeShareDefault, 1, 100)},
 		{Flag: "event-retention", Env: "STREAMSEAL_EVENT_RETENTION", Commands: both,
 			Help: "how long JetStream keeps events; repairs come from the origin's store, so the broker needs only what in-flight deliveries and restarts need. " +

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -17,6 +18,9 @@ import (
 )
 
 func TestMain(m *testing.M) { dbtest.Main(m) }
+
+// failsafe bounds a wait on a witness: generous, so a loaded machine never trips it.
+const failsafe = 60 * time.Second
 
 // The exchange under test: "orders" is the origin, "billing" the requester, granted the first
 // two of eventTypes and not the third.

@@ -14,6 +14,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -430,6 +431,90 @@ func TestServer(t *testing.T) {
 			if d <= 0 {
 				t.Fatalf("pauses %v: want each three times its page's build (share 25%%), so positive", pauses)
 			}
+		}
+	})
+
+	// Issue 18 (a backfill yields to live traffic as much as its work takes from it): a page's
+	// pause is counted from the cheapest rate any page of the answer ran at, not from the page's
+	// own wall time, so time a page spent waiting (here behind a lock on events; on a busy
+	// machine for the CPU, while the live traffic ran) is not paused for again. Before, a page
+	// that waited was paused for three times its wait at share 25, and a backfill on a machine
+	// its own consumer kept busy spent ~40% of its run paused (bench backfill --quick).
+	t.Run("ABackfillPausesForItsPagesWorkNotForTheirWaits", func(t *testing.T) {
+		t.Parallel()
+		s, b := setup(t)
+		s.Limits = redelivery.Limits{PageSize: 2, BackfillShare: 25}
+		locked := make(chan pgx.Tx, 1) // the lock on events that holds the second page up
+		var lockErr error
+		var mu sync.Mutex
+		var pauses []time.Duration
+		s.Pause = func(ctx context.Context, d time.Duration) {
+			mu.Lock()
+			pauses = append(pauses, d)
+			first := len(pauses) == 1
+			mu.Unlock()
+			if !first {
+				return
+			}
+			tx, err := b.pool.Begin(ctx)
+			if err == nil {
+				_, err = tx.Exec(ctx, "lock table streamseal.events in access exclusive mode")
+			}
+			if err != nil {
+				lockErr = err
+				close(locked)
+				return
+			}
+			locked <- tx
+		}
+		streamOf(t, b.pool, "a", eventTypes[0], 5, 10)
+		start(t, s, b)
+		id := ask(t, b, wire.RedeliveryRequest{Tenants: acme, Types: eventTypes[:1], MaxEvents: 100, StateOnly: true})
+		var tx pgx.Tx
+		select {
+		case tx = <-locked:
+		case <-time.After(failsafe):
+			t.Fatal("the backfill never paused after its first page")
+		}
+		if tx == nil {
+			t.Fatalf("lock events after the first page: %v", lockErr)
+		}
+		mu.Lock()
+		firstPause := pauses[0]
+		mu.Unlock()
+		// The second page waits on the lock until it has waited longer than the first page
+		// took (its pause is three times that): paced by its wall time, it would pause longer.
+		deadline := time.Now().Add(failsafe)
+		for {
+			var waited bool
+			if err := b.pool.QueryRow(ctx, `
+				select exists (select from pg_stat_activity
+				               where datname = current_database() and wait_event_type = 'Lock'
+				                 and query like '%select_redelivery%' and clock_timestamp() - query_start > $1)`,
+				firstPause/3).Scan(&waited); err != nil {
+				t.Fatal(err)
+			}
+			if waited {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatal("the second page never waited on the lock")
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		if err := tx.Rollback(ctx); err != nil {
+			t.Fatal(err)
+		}
+		backfill := awaitAnswer(t, b.answers, id)
+		mu.Lock()
+		defer mu.Unlock()
+		if backfill.summary.Shipped != 5 || len(pauses) != 2 {
+			t.Fatalf("a backfill of 5 events in pages of 2 shipped %d and paused %d times (%v); want 5, paused twice",
+				backfill.summary.Shipped, len(pauses), pauses)
+		}
+		if pauses[1] <= 0 || pauses[1] > pauses[0] {
+			t.Fatalf("pauses %v: the page that waited on the lock paused %s after the first page's %s; want it paced by its work, no longer than the first page's",
+				pauses, pauses[1], pauses[0])
 		}
 	})
 

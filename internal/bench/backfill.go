@@ -143,6 +143,8 @@ func Backfill(ctx context.Context, newDB harness.NewDatabase, opts BackfillOptio
 		return nil
 	}
 	var before atomic.Int64
+	originCPU := newDatabaseCPU(ctx, orders.Pool)
+	baseCPUFrom, baseProcessFrom := originCPU.Now(), processCPU()
 	baseCtx, stopBase := context.WithTimeout(ctx, opts.LiveFor)
 	baseStart := time.Now()
 	err = live(baseCtx, &before)
@@ -152,6 +154,15 @@ func Backfill(ctx context.Context, newDB harness.NewDatabase, opts BackfillOptio
 		return r, err
 	}
 	baseRate := float64(before.Load()) / baseTook.Seconds()
+	// The live loop's own cost, so the backfill's share of the origin's CPU can be told apart.
+	livePerEvent := func(d time.Duration) float64 { return float64(d.Microseconds()) / float64(max(before.Load(), 1)) }
+	fmt.Fprintf(out, "cpu of live appends alone: origin's database %.1f us an event, this process %.1f us\n",
+		livePerEvent(originCPU.Now()-baseCPUFrom), livePerEvent(processCPU()-baseProcessFrom))
+
+	// Where the CPU goes during the backfill (2 shared cores: the stages compete for it): each
+	// database's backends, the whole server, and this process (both services' Go side, NATS).
+	consumerCPU, server := newDatabaseCPU(ctx, billing.Pool), newServerCPU(ctx, orders.Pool)
+	originFrom, consumerFrom, serverFrom, processFrom := originCPU.Now(), consumerCPU.Now(), server.Now(), processCPU()
 
 	var during atomic.Int64
 	duringCtx, stopDuring := context.WithCancel(ctx)
@@ -178,6 +189,8 @@ func Backfill(ctx context.Context, newDB harness.NewDatabase, opts BackfillOptio
 		return false, nil
 	})
 	took := time.Since(start)
+	originSpent, consumerSpent := originCPU.Now()-originFrom, consumerCPU.Now()-consumerFrom
+	serverSpent, processSpent := server.Now()-serverFrom, processCPU()-processFrom
 	stopDuring()
 	if liveErr := <-liveDone; err == nil {
 		err = liveErr
@@ -193,6 +206,10 @@ func Backfill(ctx context.Context, newDB harness.NewDatabase, opts BackfillOptio
 	fmt.Fprintf(out, "wire: %d control bytes for %d payload bytes: ratio %.3f (target <= 1.5)\n", wireBytes.Load(), payloadBytes, r.WireRatio)
 	fmt.Fprintf(out, "origin live appends: %.0f events/s during the backfill, %.0f without (just before): ratio %.3f (target >= 0.8)\n",
 		duringRate, baseRate, r.OriginLiveRatio)
+	perEvent := func(d time.Duration) float64 { return float64(d.Microseconds()) / float64(opts.History) }
+	fmt.Fprintf(out, "cpu during the backfill (%s wall, 2 cores: %s): origin's database %s (%.1f us an event, its live appends included), consumer's database %s (%.1f us), whole server %s (%.1f us), this process (Go sides, NATS) %s (%.1f us)\n",
+		took.Round(time.Millisecond), (2 * took).Round(time.Millisecond), originSpent, perEvent(originSpent), consumerSpent, perEvent(consumerSpent),
+		serverSpent, perEvent(serverSpent), processSpent, perEvent(processSpent))
 	stages.report(out, took)
 	if os.Getenv("STREAMSEAL_BENCH_TIMELINE") != "" {
 		stages.timeline(out)

@@ -99,3 +99,59 @@ func statTicks(fields []string, at ...int) int64 {
 	}
 	return sum
 }
+
+// databaseCPU reads the CPU time of the backends connected to one database (those alive when it
+// is read: a pool's connections, which live through a benchmark's window), so a benchmark with
+// two services on one server tells which side spent it. Like serverCPU it works only when the
+// server runs on this machine; otherwise it reads 0.
+type databaseCPU struct {
+	name       string // the database, as backends' process titles show it
+	postmaster int
+}
+
+func newDatabaseCPU(ctx context.Context, pool *pgxpool.Pool) databaseCPU {
+	server := newServerCPU(ctx, pool)
+	var name string
+	if !server.Available() || pool.QueryRow(ctx, `select current_database()`).Scan(&name) != nil {
+		return databaseCPU{}
+	}
+	return databaseCPU{name: name, postmaster: server.postmaster}
+}
+
+// Now returns the CPU time the database's live backends have used so far.
+func (d databaseCPU) Now() time.Duration {
+	if d.postmaster == 0 {
+		return 0
+	}
+	var ticks int64
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		fields, err := procStat(pid)
+		if err != nil || fields[1] != strconv.Itoa(d.postmaster) {
+			continue
+		}
+		// A backend's title: "postgres: <user> <database> <client> <state>".
+		title, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err != nil {
+			continue
+		}
+		words := strings.Fields(strings.ReplaceAll(string(title), "\x00", " "))
+		if len(words) >= 3 && words[0] == "postgres:" && words[2] == d.name {
+			ticks += statTicks(fields, 11, 12)
+		}
+	}
+	return time.Duration(ticks) * clockTick
+}
+
+// processCPU returns this process's CPU time so far (its Go side: services, embedded NATS).
+func processCPU() time.Duration {
+	fields, err := procStat(os.Getpid())
+	if err != nil {
+		return 0
+	}
+	return time.Duration(statTicks(fields, 11, 12)) * clockTick
+}
