@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -137,5 +138,82 @@ func TestMigrate_UpgradeMovesOwnNumbersInPlace(t *testing.T) {
 	if stamped != 1 || seq != int64(size+4) || typeSeq != int64(size+1) {
 		t.Fatalf("the first stamp after the upgrade numbered %d events, the late one (%d, %d); want 1 and (%d, %d): above every number handed out before",
 			stamped, seq, typeSeq, size+4, size+1)
+	}
+}
+
+// TestMigrate_UpgradeKeysOwnNumbersByLocalID protects invariant 7 across the upgrade to migration
+// 047 (issue 16): a database migrated by the previous release (schema 46, own_numbers keyed by
+// event_id) upgrades in place. Every number stays exactly as it was, each takes its event's
+// local_id, the unique key moves from event_id to local_id (a second number for an event is
+// still refused), and the stamper carries on above everything. STREAMSEAL_UPGRADE_EVENTS sets
+// how many stamped own events the old database holds (default 2000); the duration is logged.
+func TestMigrate_UpgradeKeysOwnNumbersByLocalID(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	size := 2000
+	if v := os.Getenv("STREAMSEAL_UPGRADE_EVENTS"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 10 {
+			t.Fatalf("STREAMSEAL_UPGRADE_EVENTS=%q: want a number >= 10", v)
+		}
+		size = n
+	}
+	conn := connect(t, dbtest.New(t))
+	mustExec(t, conn, "select streamseal.set_service_name('rekeyer')")
+	// Own events as the release before stamped them: rows in events, numbers in own_numbers
+	// (loaded directly, triggers off, as a stamper would have left them), one still unstamped.
+	mustExec(t, conn, `alter table streamseal.events disable trigger user`)
+	mustExec(t, conn, `
+		insert into streamseal.events (event_id, origin, tenant, stream_id, stream_version, event_type, payload)
+		select md5('own' || g)::uuid, 'rekeyer', 't1', 's' || (g % 97), g, 'ty' || (g % 2), '\x7b7d'
+		from generate_series(1, `+strconv.Itoa(size)+`) g`)
+	mustExec(t, conn, `
+		insert into streamseal.own_numbers (origin, origin_seq, type_seq, event_id, tenant, event_type, stream_id, flags, local_id)
+		select 'rekeyer', e.stream_version, (e.stream_version + 1) / 2, e.event_id, e.tenant, e.event_type, e.stream_id, 0, e.local_id
+		from streamseal.events e`)
+	mustExec(t, conn, `alter table streamseal.events enable trigger user`)
+	mustExec(t, conn, `update streamseal.stamp_state set last_origin_seq = `+strconv.Itoa(size))
+	mustExec(t, conn, `
+		insert into streamseal.type_seq_counters (tenant, event_type, last_type_seq)
+		values ('t1', 'ty0', `+strconv.Itoa(size/2)+`), ('t1', 'ty1', `+strconv.Itoa((size+1)/2)+`)`)
+	mustExec(t, conn, `select streamseal.append('t1', 'late', 1, 'ty0', '\x7b7d'::bytea)`)
+	// 047's down section: schema 46's own_numbers (the views over it are re-created by the install).
+	mustExec(t, conn, `drop view if exists streamseal.numbered_events, streamseal.own_events, streamseal.event_numbers cascade`)
+	mustExec(t, conn, `alter table streamseal.own_numbers add constraint own_numbers_event_id unique (event_id),
+		drop constraint own_numbers_local_id, drop column local_id`)
+	mustExec(t, conn, "update "+migrate.VersionTable+" set version = 46")
+	mustExec(t, conn, "create table rekey_before as select event_id, origin_seq, type_seq from streamseal.own_numbers")
+
+	start := time.Now()
+	if _, err := migrate.Migrate(ctx, conn); err != nil {
+		t.Fatalf("upgrade: %v", err)
+	}
+	t.Logf("upgrade (047) of %d stamped own events: %v", size, time.Since(start))
+
+	var differing, unkeyed int64
+	if err := conn.QueryRow(ctx, `
+		select (select count(*) from rekey_before b
+		        full join streamseal.own_events o on o.event_id = b.event_id
+		        where (b.origin_seq, b.type_seq) is distinct from (o.origin_seq, o.type_seq)),
+		       (select count(*) from streamseal.own_numbers n
+		        where not exists (select from streamseal.events e where e.local_id = n.local_id and e.event_id = n.event_id))`).
+		Scan(&differing, &unkeyed); err != nil {
+		t.Fatal(err)
+	}
+	if differing != 0 || unkeyed != 0 {
+		t.Fatalf("after the upgrade %d own events read through own_events differ from their numbers before, %d numbers name no stored event by local_id; want 0 and 0", differing, unkeyed)
+	}
+	_, err := conn.Exec(ctx, `insert into streamseal.own_numbers (origin, origin_seq, type_seq, event_id, tenant, event_type, stream_id, flags, local_id)
+		select origin, origin_seq + 1000000000, type_seq + 1000000000, event_id, tenant, event_type, stream_id, flags, local_id
+		from streamseal.own_numbers where origin_seq = 1`)
+	if err == nil || !strings.Contains(err.Error(), "own_numbers_local_id") {
+		t.Fatalf("a second number for a stored event after the upgrade: %v; want the own_numbers_local_id unique key to refuse it", err)
+	}
+	var stamped, last int64
+	if err := conn.QueryRow(ctx, "select stamped, last_origin_seq from streamseal.stamp()").Scan(&stamped, &last); err != nil {
+		t.Fatal(err)
+	}
+	if stamped != 1 || last != int64(size+1) {
+		t.Fatalf("the first stamp after the upgrade numbered %d events up to %d; want 1 up to %d", stamped, last, size+1)
 	}
 }

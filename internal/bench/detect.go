@@ -246,12 +246,17 @@ func loadStampedHistory(ctx context.Context, pool *pgxpool.Pool, from, to int64,
 		// the numbers in own_numbers. (Inserting numbered rows and moving the numbers with
 		// _own_numbers_adopt left a dead tuple per event that the timed checkpoint then visited
 		// first: 50-90 ms instead of 2-4 ms at 200k events, a fixture cost no store has.)
-		`insert into streamseal.events (event_id, origin, tenant, stream_id, stream_version, event_type, payload)
-		 select md5('origin/' || g)::uuid, 'origin', 't' || (g % 10), 's' || g, 1, 'type' || (g % 100), '\x7b7d'::bytea
-		 from generate_series($1::bigint + 1, $2::bigint) g`,
-		`insert into streamseal.own_numbers (origin, origin_seq, type_seq, event_id, tenant, event_type, stream_id, flags)
-		 select 'origin', g, g / 100 + 1, md5('origin/' || g)::uuid, 't' || (g % 10), 'type' || (g % 100), 's' || g, 0
-		 from generate_series($1::bigint + 1, $2::bigint) g`,
+		// The numbers are keyed by the rows' local_ids (migration 047): one statement, the rows'
+		// stream id ('s' || g) giving each its number back.
+		`with stored as (
+		   insert into streamseal.events (event_id, origin, tenant, stream_id, stream_version, event_type, payload)
+		   select md5('origin/' || g)::uuid, 'origin', 't' || (g % 10), 's' || g, 1, 'type' || (g % 100), '\x7b7d'::bytea
+		   from generate_series($1::bigint + 1, $2::bigint) g
+		   returning event_id, local_id, tenant, event_type, stream_id)
+		 insert into streamseal.own_numbers (origin, origin_seq, type_seq, event_id, tenant, event_type, stream_id, flags, local_id)
+		 select 'origin', g, g / 100 + 1, s.event_id, s.tenant, s.event_type, s.stream_id, 0, s.local_id
+		 from stored s cross join lateral (select substr(s.stream_id, 2)::bigint as g) n
+		 order by g`,
 		"alter table streamseal.events enable trigger user",
 		`insert into streamseal.type_seq_counters (tenant, event_type, last_type_seq)
 		 select 't' || i % 10, 'type' || i % 100, $2::bigint / 100 + 1 from generate_series(0, 99) i

@@ -591,7 +591,7 @@ func floorPlainInsert(variant string) string {
 
 // floorInsertCTE is the plain insert as a CTE named ins, returning what the fold and numbers read.
 func floorInsertCTE(variant string) string {
-	return fmt.Sprintf(`ins as (%s returning event_id, origin, tenant, event_type, stream_id, flags)`, floorPlainInsert(variant))
+	return fmt.Sprintf(`ins as (%s returning local_id, event_id, origin, tenant, event_type, stream_id, flags)`, floorPlainInsert(variant))
 }
 
 // floorFoldCTE folds the rows of src into the variant's digests, one upsert per bucket.
@@ -606,8 +606,8 @@ func floorFoldCTE(variant, src string) string {
 // floorRowsCTE numbers each row of src with one own_numbers-shaped row (today's design). A
 // sequence stands in for both numbers: less work than per-type numbering, as a floor should be.
 func floorRowsCTE(variant, src string) string {
-	return fmt.Sprintf(`nm as (insert into %[1]s_numbers (origin, origin_seq, type_seq, event_id, tenant, event_type, stream_id, flags)
-		select x.origin, x.s, x.s, x.event_id, x.tenant, x.event_type, x.stream_id, x.flags
+	return fmt.Sprintf(`nm as (insert into %[1]s_numbers (origin, origin_seq, type_seq, event_id, tenant, event_type, stream_id, flags, local_id)
+		select x.origin, x.s, x.s, x.event_id, x.tenant, x.event_type, x.stream_id, x.flags, x.local_id
 		from (select i.*, nextval('%[1]s_seq') as s from %[2]s i) x)`, floorPrefix(variant), src)
 }
 

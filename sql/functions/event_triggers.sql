@@ -124,13 +124,13 @@ begin
     if exists (select from deleted d where d.origin = self and d.origin_seq is null) then
         with gone as (
             delete from streamseal.own_numbers n
-            where n.event_id = any (array(select d.event_id from deleted d where d.origin = self and d.origin_seq is null))
-            returning n.origin, n.origin_seq, n.tenant, n.event_type, n.event_id
+            where n.local_id = any (array(select d.local_id from deleted d where d.origin = self and d.origin_seq is null))
+            returning n.origin, n.origin_seq, n.tenant, n.event_type, n.local_id
         )
         select pg_catalog.array_agg(row(g.origin, g.origin_seq, g.tenant, g.event_type, d.stream_id, d.event_id, -1)::streamseal._counted_change)
         into own_changes
         from gone g
-        join deleted d on d.event_id = g.event_id
+        join deleted d on d.local_id = g.local_id
         where streamseal._counts_in_digest(g.origin_seq, d.flags);
         changes := changes || coalesce(own_changes, '{}');
     end if;
@@ -228,11 +228,11 @@ begin
            n.event_id is not null)::streamseal._updated_pair
     from before_update o
     join after_update a on a.local_id = o.local_id
-    -- An event_id probe per updated row, fenced (offset 0): the statement's rows lead, never a
+    -- A local_id probe per updated row, fenced (offset 0): the statement's rows lead, never a
     -- read of the whole own_numbers table.
     left join lateral (
         select x.event_id, x.origin_seq, x.type_seq from streamseal.own_numbers x
-        where o.origin = self and o.origin_seq is null and x.event_id = o.event_id
+        where o.origin = self and o.origin_seq is null and x.local_id = o.local_id
         offset 0
     ) n on true);
 
@@ -265,7 +265,7 @@ begin
     -- change: the guard above).
     update streamseal.own_numbers n set flags = p.a_flags, stream_id = p.a_stream_id
     from pg_catalog.unnest(pairs) p
-    where p.numbered_apart and n.event_id = p.event_id
+    where p.numbered_apart and n.local_id = p.local_id
       and (p.flags, p.stream_id) is distinct from (p.a_flags, p.a_stream_id);
 
     -- An unstamped own event stays queued under its (new) id and keys, which stamp() numbers and
@@ -285,7 +285,7 @@ begin
             where p.origin = self and p.origin_seq is null and p.a_origin is distinct from self));
         select p.event_id into rewritten
         from pg_catalog.unnest(pairs) p
-        join streamseal.own_numbers n on n.event_id = p.event_id
+        join streamseal.own_numbers n on n.local_id = p.local_id
         where p.origin = self and p.origin_seq is null
           and (p.event_id, p.origin, p.tenant, p.stream_id, p.stream_version, p.event_type, p.flags, p.payload)
               is distinct from

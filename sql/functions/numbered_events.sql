@@ -4,16 +4,18 @@
 -- they stay null and the table append-only) but into streamseal.own_numbers (migration 032).
 -- Unstamped own events are in neither view: they have no number yet.
 --
--- own_events: this service's own numbered events: own_numbers joined to their rows by event_id.
--- A predicate on origin_seq or type_seq reads own_numbers by index; one on stream_id reads
--- events by (origin, stream_id, stream_version) and the numbers by event_id. The join names
--- tenant and event_type on both sides so a condition on either reaches both.
+-- own_events: this service's own numbered events: own_numbers joined to their rows. A predicate
+-- on origin_seq or type_seq reads own_numbers by index and events by event_id; one on stream_id
+-- reads events by (origin, stream_id, stream_version) and the numbers by local_id (their unique
+-- key since migration 047). The join names both keys, and tenant and event_type on both sides,
+-- so either way round has its index and a condition on either side reaches both.
 create or replace view streamseal.own_events as
 select e.event_id, e.local_id, n.origin, n.origin_seq, n.type_seq, n.tenant, e.stream_id,
        e.stream_version, n.event_type, e.flags, e.payload, e.metadata, e.occurred_at, e.stored_at
 from streamseal.own_numbers n
 join streamseal.events e
-  on e.event_id = n.event_id and e.origin = n.origin and e.tenant = n.tenant and e.event_type = n.event_type;
+  on e.event_id = n.event_id and e.local_id = n.local_id
+ and e.origin = n.origin and e.tenant = n.tenant and e.event_type = n.event_type;
 
 -- numbered_events: every numbered event of the store, copies (numbers in events) and own events
 -- (own_events). A reader of one lane names origin: a copy lane finds nothing in own_numbers by

@@ -664,9 +664,9 @@ as $$
                true)::streamseal.handler_event
     from streamseal.events x
     -- An own event's numbers live in own_numbers (none yet while unstamped): a fenced probe
-    -- by event_id, so the planner's guess about own_numbers never chooses the plan.
+    -- by local_id, so the planner's guess about own_numbers never chooses the plan.
     left join lateral (
-        select o.origin_seq, o.type_seq from streamseal.own_numbers o where o.event_id = x.event_id offset 0
+        select o.origin_seq, o.type_seq from streamseal.own_numbers o where o.local_id = x.local_id offset 0
     ) n on x.origin_seq is null
     where x.origin = _projection_stream_events.origin and x.stream_id = _projection_stream_events.stream_id
       and x.tenant = _projection_stream_events.tenant

@@ -21,10 +21,11 @@ begin
     if coalesce(quarantine_event.reason, '') = '' then
         raise exception 'quarantine_event: a reason is required' using errcode = '22023';
     end if;
-    -- An own event's number is in own_numbers (issue 16), read by its event_id key.
+    -- An own event's number is in own_numbers (issue 16), keyed by its row's local_id.
     select n.origin_seq into seq
-    from streamseal.own_numbers n
-    where n.event_id = quarantine_event.event_id and n.origin = streamseal.service_name();
+    from streamseal.events e
+    join streamseal.own_numbers n on n.local_id = e.local_id
+    where e.event_id = quarantine_event.event_id and n.origin = streamseal.service_name();
     if seq is null then
         raise exception 'quarantine_event: event % is not a stamped own event of this service', quarantine_event.event_id
             using errcode = '22023';
@@ -73,19 +74,20 @@ as $$
     select e.event_id, e.local_id, n.origin, n.origin_seq, n.type_seq, n.tenant, e.stream_id, e.stream_version,
            n.event_type, e.flags, e.payload, e.metadata, e.occurred_at, e.stored_at
     from streamseal.quarantine q
-    -- Each re-queued event's numbers and row by their event_id keys, in fenced probes: the few
-    -- quarantined rows lead, never a join the planner may turn into a read of the lane.
-    cross join lateral (
-        select x.origin, x.origin_seq, x.type_seq, x.tenant, x.event_type
-        from streamseal.own_numbers x where x.event_id = q.event_id
-        offset 0
-    ) n
+    -- Each re-queued event's row by its event_id, then its numbers by the row's local_id, in
+    -- fenced probes: the few quarantined rows lead, never a join the planner may turn into a
+    -- read of the lane.
     cross join lateral (
         select v.event_id, v.local_id, v.stream_id, v.stream_version, v.flags, v.payload, v.metadata,
                v.occurred_at, v.stored_at
         from streamseal.events v where v.event_id = q.event_id
         offset 0
     ) e
+    cross join lateral (
+        select x.origin, x.origin_seq, x.type_seq, x.tenant, x.event_type
+        from streamseal.own_numbers x where x.local_id = e.local_id
+        offset 0
+    ) n
     where q.requeued_at is not null
     order by q.origin_seq
     limit quarantine_requeued.max_events

@@ -63,13 +63,13 @@ begin
     with doomed as (
         -- Walks the events_ephemeral_by_stored_at index: the cost is the ephemeral events, not the store.
         -- Own events' numbers are in own_numbers (issue 16); an unstamped one has none and stays.
-        -- Reached by an event_id probe per ephemeral event, fenced (offset 0): never a join the
+        -- Reached by a local_id probe per ephemeral event, fenced (offset 0): never a join the
         -- planner may turn into a read of the whole own_numbers table.
         select r.event_id, coalesce(r.origin_seq, n.origin_seq) as origin_seq, coalesce(r.type_seq, n.type_seq) as type_seq
         from streamseal.events r
         left join lateral (
             select x.origin_seq, x.type_seq from streamseal.own_numbers x
-            where r.origin = self and x.event_id = r.event_id
+            where r.origin = self and x.local_id = r.local_id
             offset 0
         ) n on true
         where r.flags & 1 = 1

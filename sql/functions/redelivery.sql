@@ -51,7 +51,7 @@ $$;
 -- table whose statistics predate a bulk load cannot turn the walk into a read of the whole lane.
 -- The own lane's numbers are in own_numbers (issue 16); a copied lane's (a service answering a
 -- backfill with forwarded copies, backfill_answers.sql) in events. The own lane walks events
--- and probes own_numbers by event_id once per row, in a fenced lateral subquery (offset 0): an
+-- and probes own_numbers by local_id once per row, in a fenced lateral subquery (offset 0): an
 -- unnumbered own event has no row there and is skipped. (Through the own_events view, a table
 -- never analyzed after a bulk load got a nested loop that materialized the whole own_numbers
 -- scan and rescanned it per page row: 795 ms a 500-row page at 20 000 events instead of ~3 ms.)
@@ -73,7 +73,7 @@ begin
         from streamseal.events e
         cross join lateral (
             select x.origin, x.origin_seq, x.type_seq, x.tenant, x.event_type
-            from streamseal.own_numbers x where x.event_id = e.event_id
+            from streamseal.own_numbers x where x.local_id = e.local_id
             offset 0
         ) n
         where e.origin = _stream_walk.lane
@@ -86,7 +86,7 @@ begin
         from streamseal.events e
         cross join lateral (
             select x.origin, x.origin_seq, x.type_seq, x.tenant, x.event_type
-            from streamseal.own_numbers x where x.event_id = e.event_id
+            from streamseal.own_numbers x where x.local_id = e.local_id
             offset 0
         ) n
         where e.origin = _stream_walk.lane
@@ -340,7 +340,7 @@ begin
             from streamseal.events x
             cross join lateral (
                 select w.origin_seq, w.type_seq, w.tenant, w.event_type
-                from streamseal.own_numbers w where w.event_id = x.event_id
+                from streamseal.own_numbers w where w.local_id = x.local_id
                 offset 0
             ) n
             where x.origin = self

@@ -30,6 +30,7 @@ as $$
 declare
     self text := streamseal.service_name();
     base_seq bigint;
+    local_ids bigint[];
     event_ids uuid[];
     tenants text[];
     event_types text[];
@@ -72,13 +73,14 @@ begin
             select q.local_id from streamseal.unstamped q order by q.local_id limit stamp.max_events))
         returning u.local_id, u.event_id, u.tenant, u.event_type, u.stream_id, u.flags, u.stored_at
     )
-    select pg_catalog.array_agg(c.event_id order by c.local_id),
+    select pg_catalog.array_agg(c.local_id order by c.local_id),
+           pg_catalog.array_agg(c.event_id order by c.local_id),
            pg_catalog.array_agg(c.tenant order by c.local_id),
            pg_catalog.array_agg(c.event_type order by c.local_id),
            pg_catalog.array_agg(c.stream_id order by c.local_id),
            pg_catalog.array_agg(c.flags order by c.local_id),
            pg_catalog.min(c.stored_at)
-    into event_ids, tenants, event_types, stream_ids, flag_values, oldest_stored
+    into local_ids, event_ids, tenants, event_types, stream_ids, flag_values, oldest_stored
     from claimed c;
     if event_ids is null then
         return query select 0, base_seq, null::double precision;
@@ -93,16 +95,16 @@ begin
     select le.closed_through * le.width into closed_below from streamseal.lane_epochs le where le.origin = self;
 
     with batch as (
-        select u.event_id, u.tenant, u.event_type, u.stream_id, u.flags, u.position
-        from rows from (pg_catalog.unnest(event_ids), pg_catalog.unnest(tenants), pg_catalog.unnest(event_types),
-                        pg_catalog.unnest(stream_ids), pg_catalog.unnest(flag_values))
-             with ordinality as u(event_id, tenant, event_type, stream_id, flags, position)
+        select u.local_id, u.event_id, u.tenant, u.event_type, u.stream_id, u.flags, u.position
+        from rows from (pg_catalog.unnest(local_ids), pg_catalog.unnest(event_ids), pg_catalog.unnest(tenants),
+                        pg_catalog.unnest(event_types), pg_catalog.unnest(stream_ids), pg_catalog.unnest(flag_values))
+             with ordinality as u(local_id, event_id, tenant, event_type, stream_id, flags, position)
     ), prior as (
         select c.tenant, c.event_type, c.last_type_seq
         from streamseal.type_seq_counters c
         where (c.tenant, c.event_type) in (select b.tenant, b.event_type from batch b)
     ), numbered as (
-        select b.event_id, b.tenant, b.event_type, b.stream_id, b.flags,
+        select b.local_id, b.event_id, b.tenant, b.event_type, b.stream_id, b.flags,
                base_seq + b.position as origin_seq,
                coalesce(p.last_type_seq, 0)
                    + pg_catalog.row_number() over (partition by b.tenant, b.event_type order by b.position) as type_seq
@@ -115,8 +117,8 @@ begin
         group by n.tenant, n.event_type
         on conflict (tenant, event_type) do update set last_type_seq = excluded.last_type_seq
     ), stamped_rows as (
-        insert into streamseal.own_numbers (origin, origin_seq, type_seq, event_id, tenant, event_type, stream_id, flags)
-        select self, n.origin_seq, n.type_seq, n.event_id, n.tenant, n.event_type, n.stream_id, n.flags
+        insert into streamseal.own_numbers (origin, origin_seq, type_seq, event_id, tenant, event_type, stream_id, flags, local_id)
+        select self, n.origin_seq, n.type_seq, n.event_id, n.tenant, n.event_type, n.stream_id, n.flags, n.local_id
         from numbered n
         order by n.origin_seq
         returning 1
@@ -184,8 +186,8 @@ declare
     self text := streamseal.service_name();
     moved bigint;
 begin
-    insert into streamseal.own_numbers (origin, origin_seq, type_seq, event_id, tenant, event_type, stream_id, flags)
-    select e.origin, e.origin_seq, e.type_seq, e.event_id, e.tenant, e.event_type, e.stream_id, e.flags
+    insert into streamseal.own_numbers (origin, origin_seq, type_seq, event_id, tenant, event_type, stream_id, flags, local_id)
+    select e.origin, e.origin_seq, e.type_seq, e.event_id, e.tenant, e.event_type, e.stream_id, e.flags, e.local_id
     from streamseal.events e
     where e.origin = self and e.origin_seq is not null;
     get diagnostics moved = row_count;
