@@ -41,6 +41,9 @@ type BackfillResult struct {
 	// OriginLiveRatio is the origin's live append throughput while it serves the backfill over
 	// its throughput just before, in the same run (target >= 0.8).
 	OriginLiveRatio float64
+	// The floor, same run: the raw pipeline moving the same history with the same live appends
+	// running (no integrity at all): its events/s and the live appends' ratio meanwhile.
+	FloorEventsPerSecond, FloorOriginLiveRatio float64
 }
 
 // Backfill measures subscription growth end to end: orders wrote History events of bench.a
@@ -214,8 +217,50 @@ func Backfill(ctx context.Context, newDB harness.NewDatabase, opts BackfillOptio
 	if os.Getenv("STREAMSEAL_BENCH_TIMELINE") != "" {
 		stages.timeline(out)
 	}
-	fmt.Fprintf(out, "RESULT backfill events_per_s=%.0f wire_ratio=%.3f origin_live_ratio=%.3f\n", r.EventsPerSecond, r.WireRatio, r.OriginLiveRatio)
+
+	// The floor: the same history moved by the raw pipeline (bench repair's baseline: a plain
+	// select, JSON batches over the same NATS server, a plain insert; no integrity at all) while
+	// the same live loop runs. What no design can beat here: the figures above read against it.
+	if r.FloorEventsPerSecond, r.FloorOriginLiveRatio, err = backfillFloor(ctx, h, orders, billing, opts, live, baseRate, out); err != nil {
+		return r, err
+	}
+	fmt.Fprintf(out, "RESULT backfill events_per_s=%.0f wire_ratio=%.3f origin_live_ratio=%.3f floor_events_per_s=%.0f floor_origin_live_ratio=%.3f\n",
+		r.EventsPerSecond, r.WireRatio, r.OriginLiveRatio, r.FloorEventsPerSecond, r.FloorOriginLiveRatio)
 	return r, nil
+}
+
+// backfillFloor moves the origin's history (origin_seq 1..opts.History: written before any live
+// event) to the consumer with the raw pipeline while live appends run as during the backfill, and
+// returns the raw pipeline's events/s and the live appends' rate over baseRate.
+func backfillFloor(ctx context.Context, h *harness.Harness, orders, billing *harness.Service, opts BackfillOptions,
+	live func(context.Context, *atomic.Int64) error, baseRate float64, out io.Writer) (float64, float64, error) {
+	raw, closeRaw, err := rawPipelineOn(h, orders, billing)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer closeRaw()
+	var during atomic.Int64
+	liveCtx, stopLive := context.WithCancel(ctx)
+	liveDone := make(chan error, 1)
+	start := time.Now()
+	go func() { liveDone <- live(liveCtx, &during) }()
+	copied, err := raw.Copy(ctx, "orders", 1, int64(opts.History)+1)
+	took := time.Since(start)
+	stopLive()
+	if liveErr := <-liveDone; err == nil {
+		err = liveErr
+	}
+	if err != nil {
+		return 0, 0, fmt.Errorf("backfill floor: %w", err)
+	}
+	if copied.Rows != opts.History {
+		return 0, 0, fmt.Errorf("backfill floor: the raw pipeline moved %d of %d events", copied.Rows, opts.History)
+	}
+	rate := float64(copied.Rows) / took.Seconds()
+	liveRatio := float64(during.Load()) / took.Seconds() / baseRate
+	fmt.Fprintf(out, "floor: the raw pipeline (no integrity: plain select, JSON batches over the same NATS, plain insert) moved the same %d events in %s with the same live appends running: %.0f events/s, live appends %.0f events/s, ratio %.3f (not streamseal's figures)\n",
+		copied.Rows, took.Round(time.Millisecond), rate, float64(during.Load())/took.Seconds(), liveRatio)
+	return rate, liveRatio, nil
 }
 
 // backfillStages breaks one backfill down by stage, from the origin's build hooks and the

@@ -100,6 +100,13 @@ const rawInsert = `
 	            $9::int[], $10::bytea[], $11::text[], $12::timestamptz[])
 	     as r(event_id, origin, origin_seq, type_seq, tenant, stream_id, stream_version, event_type, flags, payload, metadata, occurred_at)`
 
+// rawPullAhead is how many batches the raw consumer pulls ahead of the one it inserts, and
+// rawAckWait how long a delivered batch may wait for its ack before JetStream delivers it again.
+const (
+	rawPullAhead = 32
+	rawAckWait   = 2 * time.Minute
+)
+
 // rawEndHeader marks the message after a copy's last batch; its value is the rows published.
 const rawEndHeader = "Streamseal-Bench-Raw-End"
 
@@ -123,7 +130,7 @@ func (p *RawPipeline) Copy(ctx context.Context, lane string, from, to int64) (Ra
 	subject := rawSubjectPrefix + "copy." + uuid.NewString()
 	cons, err := p.ConsumerJS.CreateConsumer(ctx, RawStream, jetstream.ConsumerConfig{
 		FilterSubject: subject, AckPolicy: jetstream.AckExplicitPolicy, DeliverPolicy: jetstream.DeliverAllPolicy,
-		InactiveThreshold: time.Minute})
+		InactiveThreshold: time.Minute, AckWait: rawAckWait})
 	if err != nil {
 		return r, fmt.Errorf("raw pipeline: create consumer: %w", err)
 	}
@@ -219,7 +226,10 @@ func (p *RawPipeline) publish(ctx context.Context, subject, lane string, from, t
 
 // consume inserts each batch into the plain table and acknowledges it, until the end marker.
 func (p *RawPipeline) consume(ctx context.Context, cons jetstream.Consumer, inserted, batches *int) error {
-	it, err := cons.Messages()
+	// Few batches pulled ahead: one waiting in the client's buffer past the ack wait would be
+	// delivered again, and the plain table refuses a second copy (the raw pipeline has no
+	// idempotence). With the default 500 ahead, a backfill floor run under live appends did.
+	it, err := cons.Messages(jetstream.PullMaxMessages(rawPullAhead))
 	if err != nil {
 		return fmt.Errorf("raw pipeline: consume: %w", err)
 	}
