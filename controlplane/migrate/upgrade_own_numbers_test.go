@@ -22,14 +22,7 @@ import (
 func TestMigrate_UpgradeMovesOwnNumbersInPlace(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	size := 2000
-	if v := os.Getenv("STREAMSEAL_UPGRADE_EVENTS"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 10 {
-			t.Fatalf("STREAMSEAL_UPGRADE_EVENTS=%q: want a number >= 10", v)
-		}
-		size = n
-	}
+	size := upgradeSize(t)
 	conn := connect(t, dbtest.New(t))
 
 	// The previous release's shape: schema version 31, no own_numbers nor queue, the partial
@@ -150,14 +143,7 @@ func TestMigrate_UpgradeMovesOwnNumbersInPlace(t *testing.T) {
 func TestMigrate_UpgradeKeysOwnNumbersByLocalID(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	size := 2000
-	if v := os.Getenv("STREAMSEAL_UPGRADE_EVENTS"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 10 {
-			t.Fatalf("STREAMSEAL_UPGRADE_EVENTS=%q: want a number >= 10", v)
-		}
-		size = n
-	}
+	size := upgradeSize(t)
 	conn := connect(t, dbtest.New(t))
 	mustExec(t, conn, "select streamseal.set_service_name('rekeyer')")
 	// Own events as the release before stamped them: rows in events, numbers in own_numbers
@@ -216,4 +202,19 @@ func TestMigrate_UpgradeKeysOwnNumbersByLocalID(t *testing.T) {
 	if stamped != 1 || last != int64(size+1) {
 		t.Fatalf("the first stamp after the upgrade numbered %d events up to %d; want 1 up to %d", stamped, last, size+1)
 	}
+}
+
+// upgradeSize is how many own events an upgrade test's old database holds:
+// STREAMSEAL_UPGRADE_EVENTS, default 2000.
+func upgradeSize(t *testing.T) int {
+	t.Helper()
+	v := os.Getenv("STREAMSEAL_UPGRADE_EVENTS")
+	if v == "" {
+		return 2000
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 10 {
+		t.Fatalf("STREAMSEAL_UPGRADE_EVENTS=%q: want a number >= 10", v)
+	}
+	return n
 }
