@@ -206,9 +206,10 @@ const historyColumns = "event_id, origin, origin_seq, type_seq, tenant, stream_i
 
 // ownHistory is one statement loading a history source (a SELECT of historyColumns, write-path
 // triggers off) as own events the way the stamper leaves them (issue 16): the row in events
-// without numbers, the numbers in own_numbers keyed by its local_id (migration 047). (Inserting numbered rows and moving the numbers
-// with _own_numbers_adopt left a dead tuple per event in the fixture, which reads of events then
-// visited: bench detect's checkpoint took 50-90 ms instead of 2-4 ms at 200k events.)
+// without numbers, the numbers in own_numbers keyed by the row's local_id (migration 047).
+// (Inserting numbered rows and moving the numbers with _own_numbers_adopt left a dead tuple per
+// event in the fixture, which reads of events then visited: bench detect's checkpoint took
+// 50-90 ms instead of 2-4 ms at 200k events.)
 func ownHistory(source string) string {
 	return `with history as (` + source + `), stored as (
 		 insert into streamseal.events (event_id, origin, tenant, stream_id, stream_version, event_type, payload, stored_at)

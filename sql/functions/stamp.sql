@@ -26,8 +26,9 @@ set jit = off
 -- a caller that forces custom plans (relay_page) from passing that on to stamp() and what it
 -- calls.
 set plan_cache_mode = auto
--- The claim reads the queue by its key, never sequentially: the queue's heap is mostly dead rows
--- between vacuums (a row per own event, deleted here), and a sequential scan visits them all.
+-- Above all for the claim, which must read the queue by its key, never sequentially: the queue's
+-- heap is mostly dead rows between vacuums (a row per own event, deleted here), and a sequential
+-- scan visits them all. Every other statement here (and in what it calls) reads by a key too.
 set enable_seqscan = off
 as $$
 declare
