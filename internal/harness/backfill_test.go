@@ -728,6 +728,10 @@ func TestBackfill_FollowUpsAskedAheadLoseNoPageWhenTheOriginRestartsMidBackfill_
 	h, errs := newCountingHarness(t)
 	settings := auditSettings()
 	settings.ReadinessGrace = 0
+	// orders is stopped on purpose below. Billing's liveness alarm for that silence is right, and
+	// not this test's subject: a restart on a loaded machine (CI, two CPU hogs, -race) took over
+	// the default window of 3 s and raised it. The widest window outlasts any restart here.
+	settings.LivenessIntervals = 100
 	limits := redelivery.Limits{MaxEventsPerRequest: 200}
 	reached, release := make(chan struct{}), make(chan struct{})
 	var builds atomic.Int32
