@@ -528,9 +528,10 @@ func medianRatio(base, seal []time.Duration) float64 {
 // The write floor (issue 16): the least work any design must add to a plain insert per own
 // event, written as plain SQL in the plain insert's own statement (CTEs) or done by an ideal
 // stamper apart (floorFolder), and timed against that plain insert, alternating rounds as (a)
-// and (b) do. No function (but the digest hash), no
-// trigger, no queue, no NOTIFY, no check: not streamseal's figures, but the ceiling any design
-// of its numbering and digests could reach on this machine. Each variant writes tables of its own
+// and (b) do. No function (but the digest hash), no queue, no NOTIFY, no check, and no trigger
+// but the txn_trigger variants' empty one (the guard DESIGN.md puts on every write, at its
+// cheapest): not streamseal's figures, but the ceiling any design of its numbering and digests
+// could reach on this machine. Each variant writes tables of its own
 // (streamseal_bench.floor_<variant>_*), shaped like streamseal's: events, stream_digests (with
 // its fillfactor 50), own_numbers, and a rounds table holding one stamp round's numbers as arrays.
 
@@ -541,7 +542,13 @@ type FloorResult struct {
 	BulkRoundRatio float64 // + the fold and one row of arrays per statement
 	TxnRowRatio    float64 // (a)'s clients plain-inserting, a folder numbering rows + folding
 	TxnRoundRatio  float64 // the same, the folder writing one row of arrays per pass
-	IngestRatio    float64 // copies with on conflict (event_id) do nothing + the digest fold
+
+	// (a)'s clients inserting into a table guarded as streamseal guards events: an AFTER INSERT
+	// statement trigger in PL/pgSQL with a transition table, doing nothing (TxnTriggerRatio), and
+	// the same with txn_round's folder (TxnTriggerRoundRatio): the least a design in which
+	// triggers guard every write adds, before any check or queue.
+	TxnTriggerRatio, TxnTriggerRoundRatio float64
+	IngestRatio                           float64 // copies with on conflict (event_id) do nothing + the digest fold
 
 	// The bulk statements plain, with the numbers and fold done apart by a folder as in the txn
 	// variants: the same work, but a folder can use the second core while the one bulk client
@@ -556,8 +563,8 @@ type FloorResult struct {
 
 // resultKeys are the floor's RESULT keys.
 func (r FloorResult) resultKeys() string {
-	return fmt.Sprintf("floor_bulk_dig_ratio=%.3f floor_bulk_row_ratio=%.3f floor_bulk_round_ratio=%.3f floor_txn_row_ratio=%.3f floor_txn_round_ratio=%.3f floor_ingest_ratio=%.3f floor_bulk_folder_row_ratio=%.3f floor_bulk_folder_round_ratio=%.3f floor_ingest_fold_ratio=%.3f",
-		r.BulkDigRatio, r.BulkRowRatio, r.BulkRoundRatio, r.TxnRowRatio, r.TxnRoundRatio, r.IngestRatio, r.BulkFolderRowRatio, r.BulkFolderRoundRatio, r.IngestFoldRatio)
+	return fmt.Sprintf("floor_bulk_dig_ratio=%.3f floor_bulk_row_ratio=%.3f floor_bulk_round_ratio=%.3f floor_txn_row_ratio=%.3f floor_txn_round_ratio=%.3f floor_txn_trigger_ratio=%.3f floor_txn_trigger_round_ratio=%.3f floor_ingest_ratio=%.3f floor_bulk_folder_row_ratio=%.3f floor_bulk_folder_round_ratio=%.3f floor_ingest_fold_ratio=%.3f",
+		r.BulkDigRatio, r.BulkRowRatio, r.BulkRoundRatio, r.TxnRowRatio, r.TxnRoundRatio, r.TxnTriggerRatio, r.TxnTriggerRoundRatio, r.IngestRatio, r.BulkFolderRowRatio, r.BulkFolderRoundRatio, r.IngestFoldRatio)
 }
 
 const floorOrigin = "bench-floor"
@@ -579,6 +586,23 @@ func createFloorTables(ctx context.Context, pool *pgxpool.Pool, variants ...stri
 				type_seqs bigint[] not null, primary key (origin, origin_seq_first));
 			create sequence %[1]s_seq`, floorPrefix(v))); err != nil {
 			return fmt.Errorf("floor: create the tables of %s: %w", v, err)
+		}
+	}
+	return nil
+}
+
+// guardFloorTables gives each variant's events table the least guard a trigger design pays: an
+// AFTER INSERT statement trigger in PL/pgSQL capturing the inserted rows as a transition table,
+// with a body that does nothing (streamseal's checks, queue and wake-up all come on top).
+func guardFloorTables(ctx context.Context, pool *pgxpool.Pool, variants ...string) error {
+	if _, err := pool.Exec(ctx, `create or replace function streamseal_bench.floor_guard() returns trigger
+		language plpgsql as $$ begin return null; end $$`); err != nil {
+		return fmt.Errorf("floor: create the guard function: %w", err)
+	}
+	for _, v := range variants {
+		if _, err := pool.Exec(ctx, fmt.Sprintf(`create trigger floor_guarded after insert on %s_events
+			referencing new table as inserted for each statement execute function streamseal_bench.floor_guard()`, floorPrefix(v))); err != nil {
+			return fmt.Errorf("floor: guard the events of %s: %w", v, err)
 		}
 	}
 	return nil
@@ -808,9 +832,12 @@ func floorTxn(pool *pgxpool.Pool, variant string, folder *floorFolder, clients [
 // statements, (a)'s transactions with an ideal stamper apart, and (c)'s copies, each variant
 // against the plain insert of the very same rows.
 func WriteFloor(ctx context.Context, pool *pgxpool.Pool, opts WriteOptions, out io.Writer) (FloorResult, error) {
-	fmt.Fprintln(out, "floor: the least any design adds per own event, as plain SQL in the plain insert's own statement or by an ideal folder apart (digest fold, numbers): no checks, no triggers, no queue, no NOTIFY; these are not streamseal's figures")
+	fmt.Fprintln(out, "floor: the least any design adds per own event, as plain SQL in the plain insert's own statement or by an ideal folder apart (digest fold, numbers): no checks, no queue, no NOTIFY, no trigger but the txn variants' empty one; these are not streamseal's figures")
 	if err := createFloorTables(ctx, pool, "bulk_plain", "bulk_dig", "bulk_row", "bulk_round", "bulk_folder_row", "bulk_folder_round",
-		"txn_plain", "txn_row", "txn_round", "ingest_plain", "ingest_fold", "ingest_plain_fold"); err != nil {
+		"txn_plain", "txn_row", "txn_round", "txn_trigger", "txn_trigger_round", "ingest_plain", "ingest_fold", "ingest_plain_fold"); err != nil {
+		return FloorResult{}, err
+	}
+	if err := guardFloorTables(ctx, pool, "txn_trigger", "txn_trigger_round"); err != nil {
 		return FloorResult{}, err
 	}
 	// The txn variants use Clients+1 connections at once: open them now, not in the first round.
@@ -829,7 +856,7 @@ func WriteFloor(ctx context.Context, pool *pgxpool.Pool, opts WriteOptions, out 
 	if err != nil {
 		return FloorResult{}, err
 	}
-	r.TxnRowRatio, r.TxnRoundRatio = txn[1], txn[2]
+	r.TxnRowRatio, r.TxnRoundRatio, r.TxnTriggerRatio, r.TxnTriggerRoundRatio = txn[1], txn[2], txn[3], txn[4]
 	ingest, err := f.ingest(ctx)
 	if err != nil {
 		return FloorResult{}, err
@@ -876,7 +903,9 @@ func (f floorPhase) bulk(ctx context.Context) ([]float64, error) {
 // txn: (a)'s clients and transactions, the work done by a folder apart.
 func (f floorPhase) txn(ctx context.Context) ([]float64, error) {
 	rows, round := f.folder("txn_row", floorRowsCTE), f.folder("txn_round", floorRoundCTE)
-	labels := []string{"plain", "+folder: number rows+digests", "+folder: one array row a pass+digests"}
+	guardedRound := f.folder("txn_trigger_round", floorRoundCTE)
+	labels := []string{"plain", "+folder: number rows+digests", "+folder: one array row a pass+digests",
+		"+empty plpgsql statement trigger", "+that trigger+folder: one array row a pass+digests"}
 	return floorRounds(ctx, f.out, f.server, "txn", f.opts.Rounds, labels, func() []floorRun {
 		clients := make([][][]store.NewEvent, f.opts.Clients)
 		for c := range clients {
@@ -885,7 +914,8 @@ func (f floorPhase) txn(ctx context.Context) ([]float64, error) {
 				clients[c][i] = f.gen.events(fmt.Sprintf("floor-c%d", c), 1+rand.IntN(10))
 			}
 		}
-		return []floorRun{floorTxn(f.pool, "txn_plain", nil, clients), floorTxn(f.pool, "txn_row", rows, clients), floorTxn(f.pool, "txn_round", round, clients)}
+		return []floorRun{floorTxn(f.pool, "txn_plain", nil, clients), floorTxn(f.pool, "txn_row", rows, clients), floorTxn(f.pool, "txn_round", round, clients),
+			floorTxn(f.pool, "txn_trigger", nil, clients), floorTxn(f.pool, "txn_trigger_round", guardedRound, clients)}
 	})
 }
 
