@@ -3,7 +3,8 @@
 // failsafe poll wakes it. Inserts notify only while a loop sleeps holding the sleep lock
 // (sql/functions/stamper_sleep.sql), so a busy loop is not signalled per commit. The numbering
 // rule itself lives in SQL (sql/functions/stamp.sql); this package owns only the waking and the
-// retrying. Several replicas may run it at once: the SQL serializes them on an advisory lock.
+// retrying, and the upkeep of the queue stamp() claims from (keepQueueLean). Several replicas
+// may run it at once: the SQL serializes them on an advisory lock.
 package stamper
 
 import (
@@ -49,15 +50,22 @@ type Loop struct {
 	// (store.SleepArmed too when the loop kept it from its last wait). Tests' witness.
 	OnSleep func(store.StamperSleep)
 	Metrics *metrics.Instruments // nil: not measured
+	// UpkeepInterval is how often the loop looks at its queue's dead rows, and UpkeepDeadRows
+	// how many make it vacuum the queue, when its role may (store.QueueUpkeepAllowed): each
+	// claim walks every dead row's index entry (store/unstamped.go). Defaults 1s and 10 000.
+	UpkeepInterval time.Duration
+	UpkeepDeadRows int64
 }
 
 // Defaults of a Loop's tunables, used where a field is left zero.
 const (
-	BatchSizeDefault    = 10000                // events one stamp() call numbers at most
-	PollIntervalDefault = time.Second          // failsafe wake-up for a lost notification
-	RetryDelayDefault   = time.Second          // wait after a failed stamp() call
-	CoalesceDefault     = 5 * time.Millisecond // gathering window for a burst of small commits
-	BusyPollDefault     = 5 * time.Millisecond // next look while appends in flight hold the sleep lock
+	BatchSizeDefault      = 10000                // events one stamp() call numbers at most
+	PollIntervalDefault   = time.Second          // failsafe wake-up for a lost notification
+	RetryDelayDefault     = time.Second          // wait after a failed stamp() call
+	CoalesceDefault       = 5 * time.Millisecond // gathering window for a burst of small commits
+	BusyPollDefault       = 5 * time.Millisecond // next look while appends in flight hold the sleep lock
+	UpkeepIntervalDefault = time.Second          // how often the queue's dead rows are looked at
+	UpkeepDeadRowsDefault = 10000                // dead rows that make the loop vacuum its queue
 )
 
 func (l *Loop) defaults() {
@@ -79,12 +87,21 @@ func (l *Loop) defaults() {
 	if l.Logger == nil {
 		l.Logger = slog.Default()
 	}
+	if l.UpkeepInterval <= 0 {
+		l.UpkeepInterval = UpkeepIntervalDefault
+	}
+	if l.UpkeepDeadRows <= 0 {
+		l.UpkeepDeadRows = UpkeepDeadRowsDefault
+	}
 }
 
 // Run stamps until ctx ends, returning nil on cancellation. Database errors are logged and
 // retried: a stamper that gives up would stop the service's events from ever being published.
 func (l *Loop) Run(ctx context.Context) error {
 	l.defaults()
+	upkeep := make(chan struct{})
+	go func() { defer close(upkeep); l.keepQueueLean(ctx) }()
+	defer func() { <-upkeep }()
 	for ctx.Err() == nil {
 		err := l.listenAndStamp(ctx)
 		if ctx.Err() != nil {
@@ -176,6 +193,50 @@ func (l *Loop) listenAndStamp(ctx context.Context) error {
 			}
 		}
 	}
+}
+
+// keepQueueLean vacuums the stamper's queue whenever its dead rows reach UpkeepDeadRows, looking
+// every UpkeepInterval until ctx ends, so a claim's walk over them stays short whoever stamps
+// (this loop, the relay, a caller of stamp()). A role that may not vacuum leaves it to
+// autovacuum, said once. Failures are logged and the next look tries again: the queue only
+// grows slower to read meanwhile.
+func (l *Loop) keepQueueLean(ctx context.Context) {
+	tick := time.NewTicker(l.UpkeepInterval)
+	defer tick.Stop()
+	allowed := false
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		if !allowed {
+			may, err := store.QueueUpkeepAllowed(ctx, l.Pool)
+			if err != nil {
+				if ctx.Err() == nil {
+					l.Logger.Warn("stamper: queue upkeep", "err", err)
+				}
+				continue
+			}
+			if !may {
+				l.Logger.Info("stamper: this role may not vacuum streamseal.unstamped: autovacuum alone clears the rows stamps delete")
+				return
+			}
+			allowed = true
+		}
+		if err := l.vacuumQueueIfDead(ctx); err != nil && ctx.Err() == nil {
+			l.Logger.Warn("stamper: queue upkeep", "err", err)
+		}
+	}
+}
+
+// vacuumQueueIfDead vacuums the queue when the statistics count UpkeepDeadRows dead rows in it.
+func (l *Loop) vacuumQueueIfDead(ctx context.Context) error {
+	dead, err := store.QueueDeadRows(ctx, l.Pool)
+	if err != nil || dead < l.UpkeepDeadRows {
+		return err
+	}
+	return store.QueueVacuum(ctx, l.Pool)
 }
 
 // handOver wakes the other listeners once this loop's sleep lock is gone with its connection: a
